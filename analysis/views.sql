@@ -1,0 +1,77 @@
+-- The metric definitions of D2K-Bench, applied to the store on every open.
+-- Speed metrics use GPU evaluations only (backend = 'cuda'); interpreter timings never enter them.
+
+-- The latest evaluation of each solution on each workload in each environment.
+CREATE OR REPLACE VIEW v_latest_evaluations AS
+SELECT * EXCLUDE (rn) FROM (
+    SELECT e.*, row_number() OVER (
+        PARTITION BY solution_id, workload_id, env_id ORDER BY created_at DESC, eval_id) AS rn
+    FROM evaluations e)
+WHERE rn = 1;
+
+-- The latest calibration of each environment.
+CREATE OR REPLACE VIEW v_calibration AS
+SELECT * EXCLUDE (rn) FROM (
+    SELECT c.*, row_number() OVER (PARTITION BY env_id ORDER BY measured_at DESC) AS rn
+    FROM calibrations c)
+WHERE rn = 1;
+
+-- Every latest evaluation with its workload's work, its speed-of-light time and SOL fraction.
+-- SOL time = max(flops / compute peak, bytes / copy bandwidth), peaks from `d2k calibrate`.
+CREATE OR REPLACE VIEW v_evaluations AS
+SELECT
+    e.eval_id, e.run_id, e.task_id, e.workload_id, w.tag, e.solution_id, s.label AS solution,
+    e.env_id, e.backend, env.gpu_name, e.status, e.reason,
+    e.median_ms, e.iqr_ms, e.n_samples, e.timing_method, e.seconds, w.flops, w.bytes,
+    CASE WHEN e.backend = 'cuda' AND e.median_ms > 0 THEN w.bytes / (e.median_ms * 1e-3) END AS achieved_bytes_per_s,
+    CASE WHEN e.backend = 'cuda' AND e.median_ms > 0 THEN w.flops / (e.median_ms * 1e-3) END AS achieved_flops_per_s,
+    CASE WHEN e.backend = 'cuda' AND c.env_id IS NOT NULL THEN 1e3 * greatest(
+        coalesce(w.bytes / c.copy_bytes_per_s, 0),
+        coalesce(w.flops / CASE t.peak WHEN 'fp8' THEN c.fp8_flops_per_s
+                                       WHEN 'fp32' THEN c.fp32_flops_per_s
+                                       ELSE c.bf16_flops_per_s END, 0)) END AS sol_ms,
+    e.created_at
+FROM v_latest_evaluations e
+JOIN workloads w USING (workload_id)
+JOIN tasks t ON t.task_id = e.task_id
+LEFT JOIN solutions s USING (solution_id)
+LEFT JOIN environments env USING (env_id)
+LEFT JOIN v_calibration c ON c.env_id = e.env_id;
+
+-- Per workload: each solution's GPU time against the reference's in the same environment.
+CREATE OR REPLACE VIEW v_workload_speedup AS
+SELECT
+    e.task_id, e.workload_id, e.tag, e.solution, e.solution_id, e.env_id, e.gpu_name, e.status,
+    e.median_ms, e.iqr_ms, r.median_ms AS reference_ms,
+    CASE WHEN e.status = 'passed' AND r.median_ms > 0 AND e.median_ms > 0 THEN r.median_ms / e.median_ms END AS speedup,
+    e.sol_ms,
+    CASE WHEN e.status = 'passed' AND e.median_ms > 0 THEN e.sol_ms / e.median_ms END AS sol_fraction,
+    e.achieved_bytes_per_s, e.achieved_flops_per_s
+FROM v_evaluations e
+LEFT JOIN (SELECT workload_id, env_id, median_ms FROM v_evaluations
+           WHERE solution = 'reference' AND status = 'passed') r
+    ON r.workload_id = e.workload_id AND r.env_id = e.env_id
+WHERE e.backend = 'cuda';
+
+-- Per task: geometric-mean speedup and SOL fraction over the bench workloads; a solution is
+-- correct on a task when it passed every bench workload.
+CREATE OR REPLACE VIEW v_task_speedup AS
+SELECT
+    task_id, solution, solution_id, env_id, gpu_name,
+    count(*) AS workloads,
+    count(*) FILTER (WHERE status = 'passed') AS passed,
+    count(*) FILTER (WHERE status = 'passed') = count(*) AS correct,
+    exp(avg(ln(speedup))) AS geomean_speedup,
+    exp(avg(ln(sol_fraction))) AS geomean_sol_fraction
+FROM v_workload_speedup
+WHERE tag = 'bench'
+GROUP BY ALL;
+
+-- Correctness of every latest evaluation on any backend (the interpreter included).
+CREATE OR REPLACE VIEW v_correctness AS
+SELECT task_id, solution, backend, env_id,
+       count(*) AS workloads,
+       count(*) FILTER (WHERE status = 'passed') AS passed,
+       list(workload_id || ': ' || status || coalesce(' (' || reason || ')', '')) FILTER (WHERE status <> 'passed') AS failures
+FROM v_evaluations
+GROUP BY ALL;

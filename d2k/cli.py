@@ -1,0 +1,353 @@
+"""The ``d2k`` command line. User mistakes end in one line on stderr and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from d2k.errors import D2KError
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True,
+    help="d2k: the D2K-Bench toolkit: content, isolated GPU evaluation, DuckDB store.",
+)
+console = Console()
+err_console = Console(stderr=True)
+
+DbOption = typer.Option(None, "--db", help="DuckDB file (default: $D2K_DB or ./d2k.duckdb).")
+
+
+def _store(db: Optional[str]):
+    from d2k.store import Store
+
+    return Store(db)
+
+
+def _bench(only: list[str] | None = None):
+    from d2k.content import Benchmark
+
+    return Benchmark.load(only=only)
+
+
+def _fmt(value, digits: int = 4) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "—"
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+class RichProgress:
+    def __init__(self, label: str):
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("{task.fields[current]}"), console=err_console, transient=False,
+        )
+        self.label = label
+        self.task = None
+
+    def start(self, total: int) -> None:
+        self.progress.start()
+        self.task = self.progress.add_task(self.label, total=total, current="")
+
+    def workload(self, text: str) -> None:
+        self.progress.update(self.task, current=text)
+
+    def advance(self) -> None:
+        self.progress.advance(self.task)
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.progress.update(self.task, current="")
+        self.progress.stop()
+
+
+# --------------------------------------------------------------------------------------------
+@app.command()
+def tasks(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")):
+    """List the tasks with their workloads and design items."""
+    bench = _bench()
+    rows = []
+    for task_id, task in bench.tasks.items():
+        wl = bench.workloads.get(task_id, [])
+        items = bench.items(task_id)
+        rows.append({
+            "task": task_id, "catalog": task.catalog, "category": task.category,
+            "bench": sum(w.tag == "bench" for w in wl), "smoke": sum(w.tag == "smoke" for w in wl),
+            "items": len(items), "edges": sum(len(i.depends_on) for i in items), "title": task.title,
+        })
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(title=f"{len(rows)} tasks")
+    for col in ("task", "catalog", "category", "bench", "smoke", "items", "edges", "title"):
+        table.add_column(col, justify="right" if col in ("bench", "smoke", "items", "edges") else "left")
+    for row in rows:
+        table.add_row(*[_fmt(v) for v in row.values()])
+    console.print(table)
+
+
+@app.command()
+def validate(as_json: bool = typer.Option(False, "--json", help="Print problems as JSON.")):
+    """Check every task, workload and rubric file against its schema and the others, running nothing."""
+    from d2k.validate import as_json as problems_json
+    from d2k.validate import validate as run_validate
+
+    problems, stats = run_validate()
+    if as_json:
+        print(problems_json(problems))
+    else:
+        for p in problems:
+            err_console.print(f"[red]✗[/red] {p}", highlight=False, soft_wrap=True)
+        summary = (f"{stats['tasks']} tasks, {stats['workloads']} workloads ({stats['bench']} bench, "
+                   f"{stats['smoke']} smoke), {stats['items']} design items, {stats['edges']} edges")
+        if problems:
+            err_console.print(f"{len(problems)} problem(s) in {summary}", highlight=False, soft_wrap=True)
+        else:
+            console.print(f"[green]✓[/green] valid: {summary}", highlight=False, soft_wrap=True)
+    raise typer.Exit(1 if problems else 0)
+
+
+# --------------------------------------------------------------------------------------------
+def _summary(store, env: dict, solution_ids: list[str], per_workload: bool) -> None:
+    if not solution_ids:
+        return
+    backend = env.get("backend")
+    placeholders = ",".join("?" * len(solution_ids))
+    if backend == "cuda" and per_workload:
+        cols, rows = store.query(
+            f"""SELECT task_id, workload_id, solution, status, median_ms, iqr_ms, reference_ms, speedup, sol_fraction
+                FROM v_workload_speedup WHERE env_id = ? AND solution_id IN ({placeholders})
+                ORDER BY task_id, workload_id, solution""", [env["env_id"], *solution_ids])
+        title = f"GPU results on {env.get('gpu_name')} (median of per-call times, L2 flushed)"
+    elif backend == "cuda":
+        cols, rows = store.query(
+            f"""SELECT task_id, solution, workloads, passed, geomean_speedup, geomean_sol_fraction
+                FROM v_task_speedup WHERE env_id = ? AND solution_id IN ({placeholders})
+                ORDER BY task_id, solution""", [env["env_id"], *solution_ids])
+        title = f"Per task on {env.get('gpu_name')}: geometric means over bench workloads"
+    else:
+        cols, rows = store.query(
+            f"""SELECT task_id, solution, count(*) AS workloads,
+                       count(*) FILTER (WHERE status = 'passed') AS passed,
+                       string_agg(CASE WHEN status <> 'passed' THEN workload_id || ': ' || status END, '; ') AS failures,
+                       round(sum(seconds), 1) AS wall_s
+                FROM v_evaluations WHERE env_id = ? AND solution_id IN ({placeholders})
+                GROUP BY ALL ORDER BY task_id, solution""", [env["env_id"], *solution_ids])
+        title = "Correctness under the CPU Triton interpreter (timings there are not kernel speed)"
+    table = Table(title=title)
+    for c in cols:
+        table.add_column(c)
+    for row in rows:
+        table.add_row(*[_fmt(v) for v in row])
+    console.print(table)
+
+
+def _run(bench_content, plans, backend: str, command: str, args: dict, db, force: bool, per_workload: bool, timeout: float):
+    from d2k.runner import Limits
+    from d2k.sweep import run_sweep
+
+    store = _store(db)
+    progress = RichProgress(command)
+    limits = Limits(per_workload_s=timeout, total_s=max(timeout * 4, 3600.0))
+    try:
+        result = run_sweep(bench_content, store, plans, backend, command, args, limits=limits, force=force, progress=progress)
+    finally:
+        progress.stop()
+    if result.skipped:
+        err_console.print(f"skipped {result.skipped} evaluation(s) already stored for this environment (--force to redo)")
+    failed = [r for r in result.records if r["status"] != "passed"]
+    for r in failed:
+        err_console.print(f"[red]{r['status']}[/red] {r['task_id']} · {r['solution']} · {r['workload_id']}: {r.get('reason')}",
+                          highlight=False, soft_wrap=True)
+    _summary(store, result.env, sorted({p.solution.solution_id for p in plans}), per_workload)
+    err_console.print(f"run {result.run_id}: results in {result.results_path}, store {store.path}", highlight=False)
+    store.close()
+    return result
+
+
+@app.command("eval")
+def eval_cmd(
+    task: str = typer.Argument(..., help="Task id (see `d2k tasks`)."),
+    solution: str = typer.Argument(..., help="A solution file, or expert | naive | reference."),
+    workloads: str = typer.Option("auto", help="bench | smoke | all (auto: bench on a GPU, smoke on the interpreter)."),
+    backend: str = typer.Option("auto", help="auto | cuda | interpreter."),
+    reference: bool = typer.Option(True, help="Also time the PyTorch reference (for the speedup)."),
+    force: bool = typer.Option(False, help="Re-run evaluations the store already holds."),
+    timeout: float = typer.Option(600.0, help="Seconds per workload before the worker is killed."),
+    db: Optional[str] = DbOption,
+):
+    """Check and time one solution on a task's workloads, each solution in its own process."""
+    from d2k.solutions import resolve
+    from d2k.sweep import Plan, detect_backend
+
+    bench = _bench([task])
+    backend = detect_backend(backend)
+    tag = workloads if workloads != "auto" else ("bench" if backend == "cuda" else "smoke")
+    selected = bench.select_workloads(task, tag)
+    if not selected:
+        raise D2KError(f"task {task} has no {tag} workloads")
+    plans = [Plan(resolve(bench, task, solution), selected)]
+    if reference and solution != "reference" and backend == "cuda":
+        plans.append(Plan(resolve(bench, task, "reference"), selected))
+    result = _run(bench, plans, backend, "eval", {"task": task, "solution": solution, "workloads": tag}, db, force, True, timeout)
+    if any(r["status"] != "passed" for r in result.records if r["solution_id"] == plans[0].solution.solution_id):
+        raise typer.Exit(1)
+
+
+@app.command()
+def bench(
+    tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated task ids (default: all)."),
+    solution: list[str] = typer.Option(["expert", "naive", "reference"], "--solution",
+                                       help="expert | naive | reference | PATH; repeat for several."),
+    workloads: str = typer.Option("auto", help="bench | smoke | all (auto: bench on a GPU, smoke on the interpreter)."),
+    backend: str = typer.Option("auto", help="auto | cuda | interpreter."),
+    force: bool = typer.Option(False, help="Re-run evaluations the store already holds."),
+    per_workload: bool = typer.Option(False, "--per-workload", help="Summarise per workload instead of per task."),
+    timeout: float = typer.Option(600.0, help="Seconds per workload before the worker is killed."),
+    db: Optional[str] = DbOption,
+):
+    """Run solutions over tasks (default: every task's expert, naive and reference) and summarise."""
+    from d2k.solutions import resolve
+    from d2k.sweep import Plan, detect_backend
+
+    only = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    bench_content = _bench(only)
+    backend = detect_backend(backend)
+    tag = workloads if workloads != "auto" else ("bench" if backend == "cuda" else "smoke")
+    plans = []
+    for task_id in bench_content.tasks:
+        selected = bench_content.select_workloads(task_id, tag)
+        for name in solution:
+            if name == "naive" and not (bench_content.task_dir(task_id) / "naive.py").is_file():
+                continue
+            if name == "reference" and backend != "cuda":
+                continue  # the reference is the comparison; timing it on the interpreter means nothing
+            if selected:
+                plans.append(Plan(resolve(bench_content, task_id, name), selected))
+    if not plans:
+        raise D2KError("nothing to run: no workloads or solutions matched")
+    result = _run(bench_content, plans, backend, "bench", {"tasks": only, "solutions": solution, "workloads": tag}, db, force,
+                  per_workload, timeout)
+    if any(r["status"] != "passed" for r in result.records):
+        raise typer.Exit(1)
+
+
+@app.command()
+def calibrate(db: Optional[str] = DbOption):
+    """Measure copy bandwidth and bf16/fp8/fp32 matmul peaks on this GPU and store them with the environment."""
+    import uuid
+
+    from d2k import runner
+    from d2k.sweep import probe_environment, work_dir
+
+    from d2k.sweep import detect_backend
+
+    backend = "cuda"
+    if detect_backend("auto") != "cuda":
+        raise D2KError("calibrate needs a CUDA GPU (torch sees none)")
+    directory = work_dir() / "calibrations" / uuid.uuid4().hex[:8]
+    env = probe_environment(backend, directory)
+    with console.status("measuring copy bandwidth and matmul peaks…"):
+        cal = runner.run_single({"kind": "calibrate", "backend": backend, "timing": {}}, directory, "calibration", 900)
+    store = _store(db)
+    store.add_environment(env)
+    store.add_calibration(uuid.uuid4().hex, env, cal)
+    table = Table(title=f"Calibration of {env.get('gpu_name')} (sm {env.get('compute_capability')}, driver {env.get('driver')})")
+    table.add_column("ceiling")
+    table.add_column("measured", justify="right")
+    table.add_row("copy bandwidth (read + write)", f"{cal['copy_bytes_per_s'] / 1e12:.3f} TB/s")
+    for key, label in (("bf16_flops_per_s", "bf16 matmul"), ("fp8_flops_per_s", "fp8 matmul"), ("fp32_flops_per_s", "fp32 matmul (no tf32)")):
+        if cal.get(key):
+            table.add_row(label, f"{cal[key] / 1e12:.1f} TFLOP/s")
+    console.print(table)
+    (directory / "calibration.json").write_text(json.dumps({"env": env, "calibration": cal}, indent=1, default=str))
+    store.close()
+
+
+@app.command()
+def sql(
+    query: str = typer.Argument(..., help="A SQL query over the store's tables and v_* views."),
+    format: str = typer.Option("table", "--format", help="table | csv | json."),
+    db: Optional[str] = DbOption,
+):
+    """Run SQL against the store and print the result."""
+    if format not in ("table", "csv", "json"):
+        raise D2KError(f"--format must be table, csv or json, not {format!r}")
+    if query.startswith("@"):
+        path = Path(query[1:])
+        if not path.is_file():
+            raise D2KError(f"SQL file not found: {path}")
+        query = path.read_text()
+    store = _store(db)
+    cols, rows = store.query(query)
+    store.close()
+    if format == "json":
+        print(json.dumps([dict(zip(cols, r)) for r in rows], indent=2, default=str))
+    elif format == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        writer.writerow(cols)
+        writer.writerows(rows)
+        sys.stdout.write(buf.getvalue())
+    else:
+        table = Table()
+        for c in cols:
+            table.add_column(c)
+        for r in rows:
+            table.add_row(*[_fmt(v, 6) for v in r])
+        console.print(table)
+        err_console.print(f"{len(rows)} row(s)")
+
+
+@app.command()
+def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files written by d2k runs elsewhere."),
+           db: Optional[str] = DbOption):
+    """Load results produced on another machine (e.g. a GPU node) into the store."""
+    from d2k.sweep import ingest as ingest_file
+
+    store = _store(db)
+    try:
+        bench_content = _bench()
+    except D2KError:
+        bench_content = None
+    for path in files:
+        counts = ingest_file(store, bench_content, path)
+        console.print(f"{path}: " + ", ".join(f"{v} {k}(s)" for k, v in counts.items() if v))
+    store.close()
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except D2KError as exc:
+        err_console.print(f"error: {exc}", style="red", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        err_console.print("interrupted: results written so far are kept")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""Timing of one solution call (worker side).
+
+On CUDA, each timed call:
+  1. restores any input the op mutates from a pristine copy (outside the timed window),
+  2. flushes the L2 by zeroing a buffer of ``flush_factor`` x the device's L2,
+  3. is bracketed by CUDA events on the current stream,
+and consecutive calls rotate over several input sets at distinct addresses, so no call sees the
+previous call's data pointers. Warm-up runs by time (compilation and autotuning happen there), the
+number of timed calls is chosen from a time budget, and the raw per-call samples are returned:
+statistics are computed by the parent process, out of the candidate's reach.
+
+A profiler (CUPTI) pass over one call records which kernels ran and on which streams; if any ran
+off the current stream, events alone would miss them, so the timed window is closed only after a
+device-wide synchronize (method ``events+device_sync``).
+
+Under the Triton interpreter, calls are timed by the wall clock and tagged ``interpreter``:
+those numbers are never kernel speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+
+import torch
+
+
+class TimerTampered(RuntimeError):
+    """The candidate replaced part of the timing machinery."""
+
+
+class TimerGuard:
+    """Holds the timing primitives captured before any candidate code is imported."""
+
+    def __init__(self):
+        self.perf_counter = time.perf_counter
+        self.items = {"time.perf_counter": (time, "perf_counter", time.perf_counter)}
+        if torch.cuda.is_available():
+            self.Event = torch.cuda.Event
+            self.synchronize = torch.cuda.synchronize
+            self.items.update({
+                "torch.cuda.Event": (torch.cuda, "Event", torch.cuda.Event),
+                "torch.cuda.synchronize": (torch.cuda, "synchronize", torch.cuda.synchronize),
+                "Event.record": (torch.cuda.Event, "record", torch.cuda.Event.record),
+                "Event.elapsed_time": (torch.cuda.Event, "elapsed_time", torch.cuda.Event.elapsed_time),
+                "Event.synchronize": (torch.cuda.Event, "synchronize", torch.cuda.Event.synchronize),
+            })
+
+    def check(self) -> None:
+        for label, (owner, attr, original) in self.items.items():
+            if getattr(owner, attr, None) is not original:
+                raise TimerTampered(f"the solution replaced {label}")
+
+
+def l2_bytes(device) -> int:
+    props = torch.cuda.get_device_properties(device)
+    return int(getattr(props, "L2_cache_size", 0) or 0) or 64 * 2**20
+
+
+def profile_streams(call, guard: TimerGuard) -> dict:
+    """Run ``call`` once under the CUDA profiler: its kernels, their total time and their streams."""
+    from torch.profiler import ProfilerActivity, profile
+
+    marker = torch.zeros(1024, device="cuda")
+    guard.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        marker.add_(1.0)  # a kernel known to run on the current stream
+        call()
+        guard.synchronize()
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path, encoding="utf-8") as fh:
+            trace = json.load(fh)
+    finally:
+        os.unlink(path)
+    device_events = sorted(
+        (e for e in trace.get("traceEvents", []) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")),
+        key=lambda e: e.get("ts", 0),
+    )
+    if not device_events:
+        return {"available": False}
+    current = device_events[0].get("args", {}).get("stream")
+    work = device_events[1:]
+    kernels = [e for e in work if e.get("cat") == "kernel"]
+    streams = sorted({e.get("args", {}).get("stream") for e in work})
+    return {
+        "available": True,
+        "kernels": len(kernels),
+        "kernel_names": sorted({e.get("name", "")[:120] for e in kernels})[:20],
+        "device_time_us": round(sum(float(e.get("dur", 0)) for e in work), 3),
+        "streams": streams,
+        "side_streams": any(s != current for s in streams),
+    }
+
+
+class CudaTimer:
+    def __init__(self, device, guard: TimerGuard, settings: dict):
+        self.device = device
+        self.guard = guard
+        self.warmup_ms = float(settings.get("warmup_ms", 25.0))
+        self.budget_ms = float(settings.get("budget_ms", 500.0))
+        self.min_reps = int(settings.get("min_reps", 10))
+        self.max_reps = int(settings.get("max_reps", 1000))
+        self.flush_factor = float(settings.get("flush_factor", 2.0))
+        flush_bytes = int(self.flush_factor * l2_bytes(device))
+        self.flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device=device)
+        self.flush_bytes = flush_bytes
+
+    def measure(self, call, n_sets: int, restore, probe: bool = True) -> dict:
+        """Time ``call(i)`` where ``i`` picks one of ``n_sets`` input sets; ``restore(i)`` resets it."""
+        g = self.guard
+        profile = {"available": False}
+        if probe:
+            try:
+                restore(0)
+                profile = profile_streams(lambda: call(0), g)
+            except Exception as exc:  # the profiler is a check, not a requirement
+                profile = {"available": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        device_sync = bool(profile.get("side_streams"))
+
+        def one(i, start, end):
+            restore(i)
+            self.flush.zero_()
+            start.record()
+            call(i)
+            if device_sync:
+                g.synchronize()
+            end.record()
+
+        # warm-up by time
+        t0 = g.perf_counter()
+        warm = 0
+        while warm < 2 or (g.perf_counter() - t0) * 1e3 < self.warmup_ms:
+            restore(warm % n_sets)
+            call(warm % n_sets)
+            g.synchronize()
+            warm += 1
+            if warm >= 10_000:
+                break
+        # estimate one call, then size the run to the budget
+        probe_events = [(g.Event(enable_timing=True), g.Event(enable_timing=True)) for _ in range(3)]
+        for k, (s, e) in enumerate(probe_events):
+            one(k % n_sets, s, e)
+        g.synchronize()
+        estimate = max(min(s.elapsed_time(e) for s, e in probe_events), 1e-4)
+        reps = int(min(self.max_reps, max(self.min_reps, self.budget_ms / estimate)))
+        starts = [g.Event(enable_timing=True) for _ in range(reps)]
+        ends = [g.Event(enable_timing=True) for _ in range(reps)]
+        for i in range(reps):
+            one(i % n_sets, starts[i], ends[i])
+        g.synchronize()
+        g.check()
+        samples = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+        return {
+            "method": "events+device_sync" if device_sync else "cuda_events",
+            "samples_ms": samples,
+            "warmup_calls": warm,
+            "input_sets": n_sets,
+            "l2_flush_bytes": self.flush_bytes,
+            "profile": profile,
+        }
+
+
+class WallTimer:
+    """Wall-clock timing for the CPU interpreter: a sanity figure, never kernel speed."""
+
+    def __init__(self, guard: TimerGuard, settings: dict):
+        self.guard = guard
+        self.reps = int(settings.get("interpreter_reps", 3))
+        self.budget_s = float(settings.get("interpreter_budget_s", 5.0))
+
+    def measure(self, call, n_sets: int, restore, probe: bool = False) -> dict:
+        g = self.guard
+        restore(0)
+        call(0)  # warm-up: compiles nothing, but imports and caches
+        samples = []
+        t_begin = g.perf_counter()
+        for i in range(self.reps):
+            restore(i % n_sets)
+            t0 = g.perf_counter()
+            call(i % n_sets)
+            samples.append((g.perf_counter() - t0) * 1e3)
+            if g.perf_counter() - t_begin > self.budget_s:
+                break
+        g.check()
+        return {"method": "interpreter_wall", "samples_ms": samples, "warmup_calls": 1, "input_sets": n_sets}

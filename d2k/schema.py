@@ -1,0 +1,241 @@
+"""Typed schemas of the benchmark content: the contract between the content files and the code.
+
+Every model forbids unknown fields, so a typo in a TOML or JSONL file is an error that names the
+field. ``docs/formats.md`` documents the same formats for authors.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from d2k import exprs
+
+TORCH_DTYPES = {
+    "float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2",
+    "int64", "int32", "int16", "int8", "uint8", "bool",
+}
+FLOAT_DTYPES = {"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"}
+DTYPE_BYTES = {
+    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1,
+    "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1,
+}
+ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+ITEM_PATTERN = re.compile(r"^L([123])\.[A-Za-z][A-Za-z0-9_]*$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_expr(value):
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not an expression")
+    if isinstance(value, str):
+        try:
+            exprs.parse(value)
+        except exprs.ExpressionError as exc:
+            raise ValueError(str(exc)) from None
+    return value
+
+
+class TensorSpec(Strict):
+    """One input or output of a task's entry point."""
+
+    name: str
+    dtype: str | None = None
+    shape: list[int | str] = Field(default_factory=list)
+    scalar: bool = False
+    value: int | float | str | None = None
+    init: Literal["randn", "uniform", "randint", "zeros", "ones"] | None = None
+    scale: float = 1.0
+    low: float = 0.0
+    high: float = 1.0
+    inplace: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _identifier(cls, v: str) -> str:
+        if not v.isidentifier():
+            raise ValueError(f"{v!r} is not a Python identifier")
+        return v
+
+    @field_validator("shape")
+    @classmethod
+    def _shape_exprs(cls, v):
+        return [_check_expr(e) for e in v]
+
+    @field_validator("value")
+    @classmethod
+    def _value_expr(cls, v):
+        return v if v is None else _check_expr(v)
+
+    @model_validator(mode="after")
+    def _kind(self):
+        if self.scalar:
+            if self.value is None:
+                raise ValueError("a scalar needs `value` (an expression over axes and params)")
+        elif self.dtype is None:
+            raise ValueError("a tensor needs `dtype`")
+        return self
+
+
+class Signature(Strict):
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _names(self):
+        in_names = [t.name for t in self.inputs]
+        if len(set(in_names)) != len(in_names):
+            raise ValueError(f"duplicate input names in {in_names}")
+        out_names = [t.name for t in self.outputs]
+        if len(set(out_names)) != len(out_names):
+            raise ValueError(f"duplicate output names in {out_names}")
+        for out in self.outputs:
+            if out.scalar:
+                raise ValueError(f"output {out.name!r}: outputs must be tensors")
+            if out.inplace and out.name not in in_names:
+                raise ValueError(f"output {out.name!r} is inplace but names no input")
+            if not out.inplace and out.name in in_names:
+                raise ValueError(f"output {out.name!r} shares an input's name; mark it inplace")
+        return self
+
+    @property
+    def returned(self) -> list[TensorSpec]:
+        return [o for o in self.outputs if not o.inplace]
+
+    @property
+    def mutated(self) -> list[str]:
+        return [o.name for o in self.outputs if o.inplace]
+
+
+class ToleranceFields(Strict):
+    atol: float | None = None
+    rtol: float | None = None
+    matched_ratio: float | None = Field(default=None, gt=0.0, le=1.0)
+    max_abs_error: float | None = None
+
+
+class Tolerance(Strict):
+    atol: float = Field(ge=0.0)
+    rtol: float = Field(ge=0.0)
+    matched_ratio: float = Field(default=1.0, gt=0.0, le=1.0)
+    max_abs_error: float | None = Field(default=None, gt=0.0)
+    outputs: dict[str, ToleranceFields] = Field(default_factory=dict)
+
+    def for_output(self, name: str) -> dict:
+        base = {"atol": self.atol, "rtol": self.rtol, "matched_ratio": self.matched_ratio,
+                "max_abs_error": self.max_abs_error}
+        override = self.outputs.get(name)
+        if override:
+            base.update({k: v for k, v in override.model_dump().items() if v is not None})
+        return base
+
+
+class Performance(Strict):
+    flops: int | float | str = 0
+    bytes: int | float | str = "auto"
+    peak: Literal["bf16", "fp8", "fp32"] = "bf16"
+
+    @field_validator("flops")
+    @classmethod
+    def _flops(cls, v):
+        return _check_expr(v)
+
+    @field_validator("bytes")
+    @classmethod
+    def _bytes(cls, v):
+        return v if v == "auto" else _check_expr(v)
+
+
+class Correctness(Strict):
+    trials: int = Field(default=3, ge=1, le=20)
+
+
+class Task(Strict):
+    id: str
+    catalog: str | None = None
+    title: str
+    category: Literal["memory", "compute", "latency"]
+    description: str = Field(min_length=20)
+    entry_point: str = "run"
+    signature: Signature
+    tolerance: Tolerance
+    performance: Performance = Performance()
+    correctness: Correctness = Correctness()
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v):
+        if not ID_PATTERN.match(v):
+            raise ValueError(f"{v!r}: task ids are lower_snake_case")
+        return v
+
+    def axes_used(self) -> set[str]:
+        """Axis names the shapes and formulas need (scalar values may also use params)."""
+        used: set[str] = set()
+        for spec in [*self.signature.inputs, *self.signature.outputs]:
+            for dim in spec.shape:
+                if isinstance(dim, str):
+                    used |= exprs.names(dim)
+        for formula in (self.performance.flops, self.performance.bytes):
+            if isinstance(formula, str) and formula != "auto":
+                used |= exprs.names(formula)
+        return used
+
+    def dtype_variables(self) -> set[str]:
+        return {
+            t.dtype
+            for t in [*self.signature.inputs, *self.signature.outputs]
+            if t.dtype is not None and t.dtype not in TORCH_DTYPES
+        }
+
+
+class Workload(Strict):
+    id: str
+    task: str | None = None
+    tag: Literal["bench", "smoke"]
+    axes: dict[str, int]
+    dtypes: dict[str, str] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)
+    seed: int = 0
+    note: str = ""
+
+    @field_validator("dtypes")
+    @classmethod
+    def _dtypes(cls, v):
+        for var, name in v.items():
+            if name not in TORCH_DTYPES:
+                raise ValueError(f"dtype variable {var!r}: unknown dtype {name!r}")
+        return v
+
+
+class DesignItem(Strict):
+    id: str
+    level: Literal[1, 2, 3]
+    title: str
+    guidance: str = Field(min_length=10)
+    criterion: str = Field(min_length=10)
+    depends_on: list[str] = Field(default_factory=list)
+    related: list[str] = Field(default_factory=list)
+    weight: float = Field(default=1.0, gt=0.0)
+    signal_hint: str = ""
+    signals: list[dict[str, Any]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _level_matches_id(self):
+        match = ITEM_PATTERN.match(self.id)
+        if not match:
+            raise ValueError(f"item id {self.id!r} must look like L1.name, L2.name or L3.name")
+        if int(match.group(1)) != self.level:
+            raise ValueError(f"item {self.id!r} has level {self.level}, its id says L{match.group(1)}")
+        return self
+
+
+class Rubric(Strict):
+    task: str
+    notes: str = ""
+    items: list[DesignItem] = Field(min_length=1)

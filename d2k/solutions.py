@@ -1,0 +1,51 @@
+"""Naming solutions: a source file identified by the sha256 of its text, or a task's reference."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from d2k.content import Benchmark
+from d2k.errors import D2KError
+
+BUILTIN = ("expert", "naive", "reference")
+
+
+@dataclass(frozen=True)
+class Solution:
+    solution_id: str      # sha256 of the source text (the reference: of "reference:" + its text)
+    task_id: str
+    label: str            # expert | naive | reference | the path given
+    kind: str             # file | reference
+    path: Path
+    source: str
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
+    """``expert``, ``naive``, ``reference`` or a path to a solution file."""
+    bench.task(task_id)
+    task_dir = bench.task_dir(task_id)
+    if name == "reference":
+        path = task_dir / "reference.py"
+        source = path.read_text(encoding="utf-8")
+        return Solution(sha256("reference:" + source), task_id, "reference", "reference", path, source)
+    if name in ("expert", "naive"):
+        path = task_dir / f"{name}.py"
+        if not path.is_file():
+            raise D2KError(f"task {task_id} has no {name} solution ({path} not found)")
+        label = name
+    else:
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise D2KError(f"solution file not found: {name}")
+        label = str(path)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise D2KError(f"{path} is not a UTF-8 text file") from None
+    return Solution(sha256(source), task_id, label, "file", path.resolve(), source)

@@ -1,0 +1,199 @@
+"""The DuckDB store: every task, workload, design item, solution, environment, run and evaluation.
+
+The schema is versioned: ``d2k/sql/NNN_*.sql`` files are migrations applied in order and recorded
+in ``meta``; ``analysis/views.sql`` (the metric definitions) is re-applied on every open.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+import duckdb
+
+from d2k import perf
+from d2k.content import Benchmark
+from d2k.errors import D2KError
+from d2k.solutions import Solution, sha256
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "sql"
+DEFAULT_DB = "d2k.duckdb"
+
+
+def default_path() -> str:
+    return os.environ.get("D2K_DB") or DEFAULT_DB
+
+
+def _ts(value) -> dt.datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return dt.datetime.fromtimestamp(value, tz=dt.timezone.utc).replace(tzinfo=None)
+    return value
+
+
+def _json(value) -> str | None:
+    return None if value is None else json.dumps(value, default=str)
+
+
+class Store:
+    def __init__(self, path: str | Path | None = None, views: Path | None = None, read_only: bool = False):
+        self.path = str(path or default_path())
+        if self.path != ":memory:":
+            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.con = duckdb.connect(self.path, read_only=read_only)
+        except duckdb.Error as exc:
+            raise D2KError(f"cannot open the store {self.path}: {str(exc).splitlines()[0]}") from None
+        if not read_only:
+            self.migrate()
+            self.apply_views(views)
+
+    # -- schema ------------------------------------------------------------------------------
+    @staticmethod
+    def migrations() -> list[tuple[int, Path]]:
+        return sorted((int(p.name.split("_", 1)[0]), p) for p in MIGRATIONS_DIR.glob("[0-9][0-9][0-9]_*.sql"))
+
+    def schema_version(self) -> int:
+        self.con.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+        return int(row[0][0]) if row else 0
+
+    def migrate(self) -> None:
+        current = self.schema_version()
+        latest = max((v for v, _ in self.migrations()), default=0)
+        if current > latest:
+            raise D2KError(f"{self.path} has schema version {current}, newer than this d2k ({latest}); upgrade d2k")
+        for version, path in self.migrations():
+            if version <= current:
+                continue
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                self.con.execute(path.read_text())
+                self.con.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(version)]
+                )
+                self.con.execute("COMMIT")
+            except Exception:
+                self.con.execute("ROLLBACK")
+                raise
+
+    def apply_views(self, views: Path | None = None) -> None:
+        if views is None:
+            from d2k.content import find_root
+
+            try:
+                views = find_root() / "analysis" / "views.sql"
+            except D2KError:
+                return
+        if views.is_file():
+            try:
+                self.con.execute(views.read_text())
+            except duckdb.Error as exc:
+                raise D2KError(f"{views}: {str(exc).splitlines()[0]}") from None
+
+    def close(self) -> None:
+        self.con.close()
+
+    # -- content -----------------------------------------------------------------------------
+    def sync_content(self, bench: Benchmark) -> None:
+        """Upsert the loaded tasks, workloads and design items."""
+        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        con = self.con
+        for task_id, task in bench.tasks.items():
+            con.execute(
+                "INSERT OR REPLACE INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [task.id, task.catalog, task.title, task.category, task.description, task.entry_point,
+                 task.signature.model_dump_json(), task.tolerance.model_dump_json(),
+                 str(task.performance.flops), str(task.performance.bytes), task.performance.peak,
+                 sha256(task.model_dump_json()), now],
+            )
+            rows = []
+            for w in bench.workloads.get(task_id, []):
+                rows.append([w.id, task_id, w.tag, json.dumps(w.axes), json.dumps(w.dtypes), json.dumps(w.params),
+                             w.seed, w.note, perf.workload_flops(task, w), perf.workload_bytes(task, w)])
+            if rows:
+                con.executemany("INSERT OR REPLACE INTO workloads VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+            items = [[task_id, i.id, i.level, i.title, i.guidance, i.criterion, list(i.depends_on), list(i.related),
+                      i.weight, i.signal_hint, json.dumps(i.signals)] for i in bench.items(task_id)]
+            con.execute("DELETE FROM design_items WHERE task_id = ?", [task_id])
+            if items:
+                con.executemany("INSERT INTO design_items VALUES (?,?,?,?,?,?,?,?,?,?,?)", items)
+
+    def add_solution(self, solution: Solution) -> None:
+        self.con.execute(
+            "INSERT INTO solutions VALUES (?,?,?,?,?,?,?) ON CONFLICT (solution_id) DO NOTHING",
+            [solution.solution_id, solution.task_id, solution.label, solution.kind, str(solution.path),
+             solution.source, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)],
+        )
+
+    # -- environments and runs ---------------------------------------------------------------
+    def add_environment(self, env: dict) -> str:
+        self.con.execute(
+            "INSERT INTO environments VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (env_id) DO NOTHING",
+            [env["env_id"], env.get("backend"), env.get("gpu_name"), env.get("compute_capability"), env.get("driver"),
+             env.get("cuda"), env.get("torch"), env.get("triton"), env.get("sm_count"), env.get("l2_bytes"),
+             _json(env), _ts(env.get("time"))],
+        )
+        return env["env_id"]
+
+    def add_calibration(self, calibration_id: str, env: dict, cal: dict) -> None:
+        clocks = {k: env.get(k) for k in ("sm_clock_mhz", "mem_clock_mhz", "max_sm_clock_mhz", "max_mem_clock_mhz")}
+        self.con.execute(
+            "INSERT OR REPLACE INTO calibrations VALUES (?,?,?,?,?,?,?,?,?)",
+            [calibration_id, env["env_id"], _ts(cal.get("time")), cal.get("copy_bytes_per_s"), cal.get("bf16_flops_per_s"),
+             cal.get("fp8_flops_per_s"), cal.get("fp32_flops_per_s"), _json(clocks), _json(cal.get("details"))],
+        )
+
+    def start_run(self, run_id: str, command: str, args: dict, env: dict, results_path: str) -> None:
+        clocks = {k: env.get(k) for k in ("sm_clock_mhz", "mem_clock_mhz", "temperature_c")}
+        self.con.execute(
+            "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [run_id, command, _json(args), env["env_id"], env.get("backend"),
+             dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), None, "running", _json(clocks), results_path],
+        )
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        self.con.execute(
+            "UPDATE runs SET finished_at = ?, status = ? WHERE run_id = ?",
+            [dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), status, run_id],
+        )
+
+    # -- evaluations -------------------------------------------------------------------------
+    EVAL_COLUMNS = (
+        "eval_id", "run_id", "solution_id", "task_id", "workload_id", "env_id", "backend", "status", "reason",
+        "median_ms", "q1_ms", "q3_ms", "iqr_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "n_samples",
+        "timing_method", "samples_ms", "correctness", "timing", "traceback", "seconds", "created_at",
+    )
+
+    def add_evaluation(self, record: dict) -> None:
+        values = []
+        for col in self.EVAL_COLUMNS:
+            value = record.get(col)
+            if col in ("correctness", "timing"):
+                value = _json(value)
+            elif col == "created_at":
+                value = _ts(value)
+            values.append(value)
+        placeholders = ",".join("?" * len(values))
+        self.con.execute(f"INSERT OR REPLACE INTO evaluations VALUES ({placeholders})", values)
+
+    def stored_workloads(self, solution_id: str, env_id: str) -> set[str]:
+        """Workloads this solution already has an evaluation for in this environment."""
+        rows = self.con.execute(
+            "SELECT DISTINCT workload_id FROM evaluations WHERE solution_id = ? AND env_id = ?",
+            [solution_id, env_id],
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    # -- queries -----------------------------------------------------------------------------
+    def query(self, sql: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
+        try:
+            cursor = self.con.execute(sql, params or [])
+            rows = cursor.fetchall()
+            columns = [d[0] for d in cursor.description] if cursor.description else []
+        except duckdb.Error as exc:
+            raise D2KError(f"SQL error: {str(exc).splitlines()[0]}") from None
+        return columns, rows

@@ -1,0 +1,187 @@
+"""Evaluate solutions on workloads: environment probe, skip-on-rerun, isolated workers, JSONL and store.
+
+Every finished evaluation is appended to the run's ``results.jsonl`` (fsynced) and inserted into
+the store at once, so a crash of d2k itself loses nothing already measured; a re-run skips what the
+store holds for (solution, workload, environment) unless ``force``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from d2k import runner
+from d2k.content import Benchmark
+from d2k.errors import D2KError
+from d2k.jobs import evaluation_job
+from d2k.schema import Workload
+from d2k.solutions import Solution
+from d2k.store import Store
+
+
+def work_dir() -> Path:
+    return Path(os.environ.get("D2K_WORKDIR", ".d2k"))
+
+
+def detect_backend(requested: str) -> str:
+    if requested not in ("auto", "cuda", "interpreter"):
+        raise D2KError(f"--backend must be auto, cuda or interpreter, not {requested!r}")
+    if requested != "auto":
+        return requested
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "interpreter"
+    except ImportError:
+        raise D2KError("torch is not installed: pip install torch") from None
+
+
+def probe_environment(backend: str, directory: Path) -> dict:
+    job = {"kind": "environment", "backend": backend}
+    env = runner.run_single(job, directory / "environment", "env", timeout_s=300)
+    env.pop("event", None)
+    return env
+
+
+@dataclass
+class Plan:
+    solution: Solution
+    workloads: list[Workload]
+
+
+@dataclass
+class SweepResult:
+    run_id: str
+    env: dict
+    results_path: Path
+    records: list[dict] = field(default_factory=list)
+    skipped: int = 0
+
+
+class JsonlLog:
+    """Append-only record of a run: environment, solutions and evaluations, one JSON per line."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.fh = open(path, "a", encoding="utf-8")
+
+    def write(self, record_type: str, payload: dict) -> None:
+        self.fh.write(json.dumps({"record": record_type, **payload}, default=str) + "\n")
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def solution_payload(solution: Solution) -> dict:
+    return {"solution_id": solution.solution_id, "task_id": solution.task_id, "label": solution.label,
+            "kind": solution.kind, "path": str(solution.path), "source": solution.source}
+
+
+def run_sweep(
+    bench: Benchmark,
+    store: Store,
+    plans: list[Plan],
+    backend: str,
+    command: str,
+    args: dict,
+    limits: runner.Limits | None = None,
+    timing: dict | None = None,
+    force: bool = False,
+    progress=None,
+) -> SweepResult:
+    """Run every plan; ``progress`` (optional) gets ``start(total)``, ``workload(label)`` and ``advance()``."""
+    limits = limits or runner.Limits()
+    base = work_dir()
+    env = probe_environment(backend, base)
+    store.add_environment(env)
+    run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    run_dir = base / "runs" / run_id
+    results_path = run_dir / "results.jsonl"
+    log = JsonlLog(results_path)
+    log.write("environment", env)
+    store.start_run(run_id, command, args, env, str(results_path))
+    result = SweepResult(run_id, env, results_path)
+    store.sync_content(bench)
+
+    todo: list[tuple[Solution, list[Workload]]] = []
+    for plan in plans:
+        store.add_solution(plan.solution)
+        log.write("solution", solution_payload(plan.solution))
+        done = set() if force else store.stored_workloads(plan.solution.solution_id, env["env_id"])
+        pending = [w for w in plan.workloads if w.id not in done]
+        result.skipped += len(plan.workloads) - len(pending)
+        if pending:
+            todo.append((plan.solution, pending))
+    if progress:
+        progress.start(sum(len(w) for _, w in todo))
+    status = "finished"
+    try:
+        for solution, workloads in todo:
+            job_dir = run_dir / f"{solution.task_id}-{solution.label.replace('/', '_')[-40:]}-{solution.solution_id[:10]}"
+            job = evaluation_job(bench, solution, workloads, backend, events_path="", timing=timing)
+            context = {"run_id": run_id, "solution_id": solution.solution_id, "task_id": solution.task_id,
+                       "env_id": env["env_id"], "backend": backend, "solution": solution.label}
+
+            def on_record(record: dict) -> None:
+                log.write("evaluation", record)
+                store.add_evaluation(record)
+                result.records.append(record)
+                if progress:
+                    progress.advance()
+
+            def on_start(workload_id: str, solution=solution) -> None:
+                if progress:
+                    progress.workload(f"{solution.task_id} · {solution.label} · {workload_id}")
+
+            runner.run_solution(job, job_dir, context, limits, on_record, on_start)
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        store.finish_run(run_id, status)
+        log.close()
+    return result
+
+
+def ingest(store: Store, bench: Benchmark | None, path: Path) -> dict:
+    """Load a run's ``results.jsonl`` (e.g. produced on a GPU node) into the store."""
+    if not path.is_file():
+        raise D2KError(f"results file not found: {path}")
+    if bench is not None:
+        store.sync_content(bench)
+    counts = {"environment": 0, "solution": 0, "evaluation": 0, "calibration": 0}
+    env = None
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            raise D2KError(f"{path}:{lineno}: not JSON (truncated file?)") from None
+        kind = record.pop("record", None)
+        if kind == "environment":
+            env = record
+            store.add_environment(record)
+        elif kind == "solution":
+            store.add_solution(Solution(record["solution_id"], record["task_id"], record["label"], record["kind"],
+                                        Path(record["path"]), record["source"]))
+        elif kind == "evaluation":
+            store.add_evaluation(record)
+        elif kind == "calibration":
+            store.add_calibration(record["calibration_id"], record["env"], record)
+        else:
+            raise D2KError(f"{path}:{lineno}: unknown record type {kind!r}")
+        counts[kind] += 1
+    if env is not None and counts["evaluation"]:
+        store.con.execute(
+            "INSERT INTO runs SELECT DISTINCT run_id, 'ingest', NULL, env_id, backend, min(created_at), max(created_at), "
+            "'ingested', NULL, ? FROM evaluations WHERE run_id NOT IN (SELECT run_id FROM runs) GROUP BY run_id, env_id, backend",
+            [str(path)],
+        )
+    return counts

@@ -1,0 +1,183 @@
+"""``d2k validate``: check all content against its schemas and against itself, running nothing."""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections import Counter
+from pathlib import Path
+
+import networkx as nx
+
+from d2k import exprs
+from d2k.content import ContentError, Problem, find_root, load_rubric, load_task, load_workloads, task_ids
+from d2k.schema import TORCH_DTYPES, Rubric, Task, Workload
+
+
+def _functions(path: Path) -> dict[str, ast.FunctionDef] | str:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, UnicodeDecodeError) as exc:
+        return f"does not parse: {exc}"
+    return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _accepts(fn: ast.FunctionDef, names: list[str]) -> list[str]:
+    args = fn.args
+    if args.kwarg is not None:
+        return []
+    accepted = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    return [n for n in names if n not in accepted]
+
+
+def check_modules(root: Path, task: Task) -> list[Problem]:
+    problems = []
+    task_dir = root / "tasks" / task.id
+    input_names = [t.name for t in task.signature.inputs]
+    required = {"reference.py": "reference", "expert.py": task.entry_point}
+    optional = {"naive.py": task.entry_point}
+    for filename, function in {**required, **optional}.items():
+        path = task_dir / filename
+        rel = f"tasks/{task.id}/{filename}"
+        if not path.is_file():
+            if filename in required:
+                problems.append(Problem(rel, "", "file not found"))
+            continue
+        found = _functions(path)
+        if isinstance(found, str):
+            problems.append(Problem(rel, "", found))
+        elif function not in found:
+            problems.append(Problem(rel, function, f"no top-level function {function}()"))
+        else:
+            missing = _accepts(found[function], input_names)
+            if missing:
+                problems.append(Problem(rel, function, f"does not accept input(s) {', '.join(missing)}"))
+    return problems
+
+
+def check_workloads(task: Task, workloads: list[Workload]) -> list[Problem]:
+    rel = f"workloads/{task.id}.jsonl"
+    problems = []
+    if not any(w.tag == "smoke" for w in workloads):
+        problems.append(Problem(rel, "tag", "no smoke workload (the CPU interpreter needs one)"))
+    if not any(w.tag == "bench" for w in workloads):
+        problems.append(Problem(rel, "tag", "no bench workload"))
+    axes_needed = task.axes_used()
+    dtype_vars = task.dtype_variables()
+    for w in workloads:
+        where = f"{rel}[{w.id}]"
+        missing = sorted(axes_needed - set(w.axes) - set(w.params))
+        if missing:
+            problems.append(Problem(where, "axes", f"missing axis {', '.join(missing)}"))
+            continue
+        missing_dtypes = sorted(dtype_vars - set(w.dtypes))
+        if missing_dtypes:
+            problems.append(Problem(where, "dtypes", f"missing dtype variable {', '.join(missing_dtypes)}"))
+        ns = {k: v for k, v in w.params.items() if isinstance(v, (int, float))} | dict(w.axes)
+        for spec in [*task.signature.inputs, *task.signature.outputs]:
+            try:
+                if spec.scalar:
+                    exprs.evaluate(spec.value, ns)
+                    continue
+                dims = [exprs.evaluate(d, ns) for d in spec.shape]
+            except exprs.ExpressionError as exc:
+                problems.append(Problem(where, spec.name, str(exc)))
+                continue
+            if any(not float(d).is_integer() or d < 0 for d in dims):
+                problems.append(Problem(where, spec.name, f"shape {dims} is not made of non-negative integers"))
+        for formula_name in ("flops", "bytes"):
+            formula = getattr(task.performance, formula_name)
+            if formula == "auto":
+                continue
+            try:
+                exprs.evaluate(formula, ns)
+            except exprs.ExpressionError as exc:
+                problems.append(Problem(where, f"performance.{formula_name}", str(exc)))
+    return problems
+
+
+def check_rubric(task_id: str, rubric: Rubric) -> list[Problem]:
+    rel = f"design_rubrics/{task_id}.toml"
+    problems = []
+    if rubric.task != task_id:
+        problems.append(Problem(rel, "task", f"{rubric.task!r} is not {task_id!r}"))
+    counts = Counter(item.id for item in rubric.items)
+    for item_id, n in counts.items():
+        if n > 1:
+            problems.append(Problem(rel, f"items.{item_id}", f"id used {n} times"))
+    ids = set(counts)
+    for level in (1, 2, 3):
+        if not any(item.level == level for item in rubric.items):
+            problems.append(Problem(rel, "items", f"no L{level} item"))
+    graph = nx.DiGraph()
+    graph.add_nodes_from(ids)
+    for item in rubric.items:
+        for dep in item.depends_on:
+            if dep == item.id:
+                problems.append(Problem(rel, f"items.{item.id}.depends_on", "an item cannot depend on itself"))
+            elif dep not in ids:
+                problems.append(Problem(rel, f"items.{item.id}.depends_on", f"unknown item {dep!r} (cross-task links go in `related`)"))
+            else:
+                graph.add_edge(dep, item.id)
+        for i, signal in enumerate(item.signals):
+            if not isinstance(signal.get("kind"), str):
+                problems.append(Problem(rel, f"items.{item.id}.signals.{i}", "a signal needs a `kind`"))
+    if not nx.is_directed_acyclic_graph(graph):
+        cycle = " -> ".join(f"{a}" for a, _ in nx.find_cycle(graph))
+        problems.append(Problem(rel, "depends_on", f"dependency cycle: {cycle}"))
+    return problems
+
+
+def validate(root: Path | None = None) -> tuple[list[Problem], dict]:
+    """Every problem in the content under ``root``, and counts of what was checked."""
+    root = root or find_root()
+    problems: list[Problem] = []
+    ids = task_ids(root)
+    stats = {"tasks": 0, "workloads": 0, "bench": 0, "smoke": 0, "items": 0, "edges": 0}
+    if not ids:
+        problems.append(Problem("tasks/", "", "no task found (tasks/<id>/task.toml)"))
+    seen_workloads: dict[str, str] = {}
+    for task_id in ids:
+        task = workloads = rubric = None
+        try:
+            task = load_task(root, task_id)
+            stats["tasks"] += 1
+            if task.id != task_id:
+                problems.append(Problem(f"tasks/{task_id}/task.toml", "id", f"{task.id!r} differs from its folder name"))
+            for spec in [*task.signature.inputs, *task.signature.outputs]:
+                if spec.dtype and spec.dtype not in TORCH_DTYPES and not spec.dtype.isidentifier():
+                    problems.append(Problem(f"tasks/{task_id}/task.toml", f"signature.{spec.name}.dtype", f"{spec.dtype!r} is neither a dtype nor a variable"))
+            problems.extend(check_modules(root, task))
+        except ContentError as exc:
+            problems.extend(exc.problems)
+        try:
+            workloads = load_workloads(root, task_id)
+        except ContentError as exc:
+            problems.extend(exc.problems)
+        try:
+            rubric = load_rubric(root, task_id)
+            problems.extend(check_rubric(task_id, rubric))
+            stats["items"] += len(rubric.items)
+            stats["edges"] += sum(len(i.depends_on) for i in rubric.items)
+        except ContentError as exc:
+            problems.extend(exc.problems)
+        if workloads is not None:
+            for w in workloads:
+                if w.id in seen_workloads:
+                    problems.append(Problem(f"workloads/{task_id}.jsonl", w.id, f"workload id also used in {seen_workloads[w.id]}"))
+                seen_workloads[w.id] = f"workloads/{task_id}.jsonl"
+                stats["workloads"] += 1
+                stats[w.tag] += 1
+            if task is not None:
+                problems.extend(check_workloads(task, workloads))
+    for orphan_dir, suffix in (("workloads", ".jsonl"), ("design_rubrics", ".toml")):
+        folder = root / orphan_dir
+        if folder.is_dir():
+            for path in sorted(folder.glob(f"*{suffix}")):
+                if path.name.removesuffix(suffix) not in ids:
+                    problems.append(Problem(f"{orphan_dir}/{path.name}", "", "no task folder of that id"))
+    return problems, stats
+
+
+def as_json(problems: list[Problem]) -> str:
+    return json.dumps([p.__dict__ for p in problems], indent=2)
