@@ -331,7 +331,7 @@ def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files wri
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # click returns the code of a typer.Exit here
     except D2KError as exc:
         err_console.print(f"error: {exc}", style="red", highlight=False, soft_wrap=True)
         sys.exit(2)
@@ -347,6 +347,7 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         raise
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

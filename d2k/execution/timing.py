@@ -113,14 +113,7 @@ class CudaTimer:
     def measure(self, call, n_sets: int, restore, probe: bool = True) -> dict:
         """Time ``call(i)`` where ``i`` picks one of ``n_sets`` input sets; ``restore(i)`` resets it."""
         g = self.guard
-        profile = {"available": False}
-        if probe:
-            try:
-                restore(0)
-                profile = profile_streams(lambda: call(0), g)
-            except Exception as exc:  # the profiler is a check, not a requirement
-                profile = {"available": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
-        device_sync = bool(profile.get("side_streams"))
+        device_sync = False
 
         def one(i, start, end):
             restore(i)
@@ -141,6 +134,15 @@ class CudaTimer:
             warm += 1
             if warm >= 10_000:
                 break
+        # after warm-up (compilation and autotuning done): which kernels run, on which streams
+        profile = {"available": False}
+        if probe:
+            try:
+                restore(0)
+                profile = profile_streams(lambda: call(0), g)
+            except Exception as exc:  # the profiler is a check, not a requirement
+                profile = {"available": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        device_sync = bool(profile.get("side_streams"))
         # estimate one call, then size the run to the budget
         probe_events = [(g.Event(enable_timing=True), g.Event(enable_timing=True)) for _ in range(3)]
         for k, (s, e) in enumerate(probe_events):

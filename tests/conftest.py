@@ -1,0 +1,37 @@
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path, monkeypatch):
+    """Every test writes its runs and store under its own tmp dir, never the checkout."""
+    monkeypatch.setenv("D2K_WORKDIR", str(tmp_path / "work"))
+    monkeypatch.setenv("D2K_DB", str(tmp_path / "d2k.duckdb"))
+    monkeypatch.setenv("D2K_ROOT", str(ROOT))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    yield
+
+
+@pytest.fixture
+def root():
+    return ROOT
+
+
+@pytest.fixture
+def content_copy(tmp_path, monkeypatch):
+    """A writable copy of the shipped content, selected as the content root."""
+    dest = tmp_path / "content"
+    for name in ("tasks", "workloads", "design_rubrics", "analysis"):
+        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setenv("D2K_ROOT", str(dest))
+    return dest
+
+
+def d2k_command(*args):
+    return [sys.executable, "-m", "d2k", *args]

@@ -1,0 +1,26 @@
+"""Every shipped expert and naive solution passes its smoke workloads under the CPU interpreter."""
+
+import pytest
+
+from d2k.content import Benchmark, find_root, task_ids
+from d2k.solutions import resolve
+from d2k.store import Store
+from d2k.sweep import Plan, run_sweep
+
+CASES = [(t, s) for t in task_ids(find_root()) for s in ("expert", "naive")
+         if (find_root() / "tasks" / t / f"{s}.py").is_file()]
+
+
+@pytest.mark.parametrize("task_id, name", CASES)
+def test_passes_smoke_under_interpreter(tmp_path, task_id, name):
+    bench = Benchmark.load(only=[task_id])
+    smoke = bench.select_workloads(task_id, "smoke")
+    store = Store(tmp_path / "s.duckdb")
+    result = run_sweep(bench, store, [Plan(resolve(bench, task_id, name), smoke)], "interpreter", "test", {})
+    store.close()
+    assert len(result.records) == len(smoke)
+    failures = [f"{r['workload_id']}: {r['status']}: {r['reason']}" for r in result.records if r["status"] != "passed"]
+    assert not failures, "\n".join(failures)
+    for record in result.records:
+        trials = record["correctness"]["trials"]
+        assert len(trials) == bench.task(task_id).correctness.trials

@@ -1,0 +1,82 @@
+"""Store round trip, skip-on-rerun, ingest of a results file, and schema migrations."""
+
+import pytest
+
+from d2k.content import Benchmark
+from d2k.errors import D2KError
+from d2k.solutions import resolve
+from d2k.store import Store
+from d2k.sweep import Plan, ingest, run_sweep
+
+
+@pytest.fixture
+def bench():
+    return Benchmark.load(only=["rmsnorm"])
+
+
+def _plans(bench):
+    smoke = bench.select_workloads("rmsnorm", "smoke")
+    return [Plan(resolve(bench, "rmsnorm", "expert"), smoke)]
+
+
+def test_round_trip_and_skip_on_rerun(tmp_path, bench):
+    store = Store(tmp_path / "a.duckdb")
+    first = run_sweep(bench, store, _plans(bench), "interpreter", "test", {})
+    assert len(first.records) == 2 and first.skipped == 0
+    assert all(r["status"] == "passed" for r in first.records)
+    _, rows = store.query("SELECT workload_id, status, backend, n_samples FROM evaluations ORDER BY workload_id")
+    assert [r[1] for r in rows] == ["passed", "passed"] and {r[2] for r in rows} == {"interpreter"}
+    _, env_rows = store.query("SELECT backend, torch, triton FROM environments")
+    assert env_rows[0][0] == "interpreter" and env_rows[0][1] and env_rows[0][2]
+
+    second = run_sweep(bench, store, _plans(bench), "interpreter", "test", {})
+    assert second.records == [] and second.skipped == 2
+    forced = run_sweep(bench, store, _plans(bench), "interpreter", "test", {}, force=True)
+    assert len(forced.records) == 2
+    _, count = store.query("SELECT count(*) FROM evaluations")
+    _, latest = store.query("SELECT count(*) FROM v_latest_evaluations")
+    assert count[0][0] == 4 and latest[0][0] == 2
+    store.close()
+
+    # the run's JSONL alone rebuilds the same evaluations in a fresh store
+    fresh = Store(tmp_path / "b.duckdb")
+    counts = ingest(fresh, bench, first.results_path)
+    assert counts["evaluation"] == 2 and counts["environment"] == 1 and counts["solution"] == 1
+    _, rows_b = fresh.query("SELECT workload_id, status, backend, n_samples FROM evaluations ORDER BY workload_id")
+    assert rows_b == rows
+    _, runs = fresh.query("SELECT status FROM runs")
+    assert runs == [("ingested",)]
+
+
+def test_content_ids_are_stable_in_the_store(tmp_path, bench):
+    store = Store(tmp_path / "c.duckdb")
+    store.sync_content(bench)
+    store.sync_content(bench)  # idempotent
+    _, tasks = store.query("SELECT task_id, category FROM tasks")
+    _, items = store.query("SELECT count(*) FROM design_items WHERE task_id = 'rmsnorm'")
+    _, wl = store.query("SELECT workload_id, flops, bytes FROM workloads WHERE workload_id = 'rmsnorm_h4096_t8192'")
+    assert tasks == [("rmsnorm", "memory")]
+    assert items[0][0] == len(bench.items("rmsnorm"))
+    # bytes = x read + w read + y written, bf16
+    assert wl[0][2] == 2 * (2 * 8192 * 4096 + 4096)
+
+
+def test_migrations_recorded_and_newer_schema_refused(tmp_path):
+    path = tmp_path / "m.duckdb"
+    store = Store(path)
+    version = store.schema_version()
+    assert version == max(v for v, _ in Store.migrations())
+    store.close()
+    store = Store(path)  # reopening applies nothing twice
+    assert store.schema_version() == version
+    store.con.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    store.close()
+    with pytest.raises(D2KError, match="newer than this d2k"):
+        Store(path)
+
+
+def test_ingest_rejects_truncated_file(tmp_path, bench):
+    bad = tmp_path / "results.jsonl"
+    bad.write_text('{"record": "environment", "env_id": "x"}\n{"record": "evalu')
+    with pytest.raises(D2KError, match="not JSON"):
+        ingest(Store(tmp_path / "d.duckdb"), bench, bad)
