@@ -9,6 +9,14 @@ previous call's data pointers. Warm-up runs by time (compilation and autotuning 
 number of timed calls is chosen from a time budget, and the raw per-call samples are returned:
 statistics are computed by the parent process, out of the candidate's reach.
 
+The host's time to issue one call (Python, argument handling, launches) is measured during
+warm-up and reported as ``host_issue_ms``. Before each timed call a device-side sleep of about
+1.5x that time (at most ``hold_max_us``) is queued ahead of the start event, so the host has
+issued the whole call before the GPU reaches it: the window then holds the call's device work,
+not the harness's own launch latency. (Without the hold, a 40 us flush leaves the GPU idle while
+the host issues a call that takes longer to launch, and the idle time lands in the window.) A
+solution that synchronizes inside its call still pays for it.
+
 A profiler (CUPTI) pass over one call records which kernels ran and on which streams; if any ran
 off the current stream, events alone would miss them, so the timed window is closed only after a
 device-wide synchronize (method ``events+device_sync``).
@@ -109,31 +117,49 @@ class CudaTimer:
         flush_bytes = int(self.flush_factor * l2_bytes(device))
         self.flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device=device)
         self.flush_bytes = flush_bytes
+        # Device-side hold before each timed call (see the module docstring); 0 disables it.
+        self.hold_max_us = float(settings.get("hold_max_us", 2000.0))
+        self.sleep = getattr(torch.cuda, "_sleep", None)
+        # cycles per microsecond at the highest clock these GPUs reach; a slower clock only holds longer
+        self.cycles_per_us = float(settings.get("hold_cycles_per_us", 2000.0))
 
     def measure(self, call, n_sets: int, restore, probe: bool = True) -> dict:
         """Time ``call(i)`` where ``i`` picks one of ``n_sets`` input sets; ``restore(i)`` resets it."""
         g = self.guard
         device_sync = False
+        hold_cycles = 0
 
         def one(i, start, end):
             restore(i)
             self.flush.zero_()
+            if hold_cycles:
+                # keep the GPU busy while the host issues the call, so the window holds device work
+                self.sleep(hold_cycles)
             start.record()
             call(i)
             if device_sync:
                 g.synchronize()
             end.record()
 
-        # warm-up by time
+        # warm-up by time; the host's issue time per call is measured on the way
         t0 = g.perf_counter()
         warm = 0
+        issue_s = []
         while warm < 2 or (g.perf_counter() - t0) * 1e3 < self.warmup_ms:
             restore(warm % n_sets)
+            g.synchronize()
+            t_issue = g.perf_counter()
             call(warm % n_sets)
+            issue_s.append(g.perf_counter() - t_issue)
             g.synchronize()
             warm += 1
             if warm >= 10_000:
                 break
+        steady = sorted(issue_s[1:] or issue_s)  # the first call compiles
+        host_issue_ms = steady[len(steady) // 2] * 1e3
+        if self.sleep is not None and self.hold_max_us > 0:
+            hold_us = min(self.hold_max_us, 1.5 * host_issue_ms * 1e3 + 20.0)
+            hold_cycles = int(hold_us * self.cycles_per_us)
         # after warm-up (compilation and autotuning done): which kernels run, on which streams
         profile = {"available": False}
         if probe:
@@ -160,6 +186,8 @@ class CudaTimer:
         return {
             "method": "events+device_sync" if device_sync else "cuda_events",
             "samples_ms": samples,
+            "host_issue_ms": host_issue_ms,
+            "hold_us": hold_cycles / self.cycles_per_us,
             "warmup_calls": warm,
             "input_sets": n_sets,
             "l2_flush_bytes": self.flush_bytes,
