@@ -1,0 +1,63 @@
+"""Time a few kernels with d2k's CudaTimer under variants of its settings, and with do_bench.
+
+    python benchmarks/timer_variants.py > variants.jsonl
+
+Variants: hold (device-side sleep before each timed call) on/off; 1 input set vs 8 rotating sets.
+Used to explain differences between d2k's medians and triton.testing.do_bench.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import statistics
+
+import torch
+import triton.testing
+
+from d2k.content import Benchmark
+from d2k.execution.inputs import build_inputs, clone_inputs
+from d2k.execution.timing import CudaTimer, TimerGuard
+from d2k.jobs import task_payload
+
+CASES = [
+    ("bf16_gemm", "bf16_gemm_m8192_n6144_k4096", "expert"),
+    ("bf16_gemm", "bf16_gemm_m8192_n6144_k4096", "reference"),
+    ("flash_attention_prefill", "gqa_prefill_causal_h32_kv8_d128_16xvar", "reference"),
+    ("rmsnorm", "rmsnorm_h512_t16384", "expert"),
+]
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main():
+    bench = Benchmark.load(only=sorted({c[0] for c in CASES}))
+    guard = TimerGuard()
+    for task_id, workload_id, name in CASES:
+        payload = task_payload(bench, task_id)
+        ref = load(payload["reference_path"], f"ref_{task_id}")
+        fn = ref.reference if name == "reference" else load(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run
+        w = next(x for x in bench.select_workloads(task_id, "bench") if x.id == workload_id).model_dump()
+        base = build_inputs(payload["signature"], w, w["seed"], "cuda", False, ref)
+        for n_sets in (1, 8):
+            sets = [base] + [clone_inputs(base) for _ in range(n_sets - 1)]
+            for hold in (0.0, 2000.0):
+                timer = CudaTimer("cuda", guard, {"hold_max_us": hold})
+                r = timer.measure(lambda i: fn(**sets[i]), n_sets, lambda i: None, probe=False)
+                print(json.dumps({"workload": workload_id, "solution": name, "n_sets": n_sets, "hold_max_us": hold,
+                                  "median_ms": statistics.median(r["samples_ms"]), "n": len(r["samples_ms"]),
+                                  "host_issue_ms": r["host_issue_ms"], "hold_us": r["hold_us"]}), flush=True)
+            del sets
+        ms = triton.testing.do_bench(lambda: fn(**base), warmup=25, rep=100, return_mode="median")
+        print(json.dumps({"workload": workload_id, "solution": name, "do_bench_median_ms": ms}), flush=True)
+        del base
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
