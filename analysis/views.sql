@@ -24,6 +24,9 @@ SELECT
     e.env_id, e.backend, env.gpu_name, e.status, e.reason,
     e.median_ms, e.iqr_ms, e.n_samples, e.timing_method, e.seconds, w.flops, w.bytes,
     try_cast(e.timing->>'$.host_issue_ms' AS DOUBLE) AS host_issue_ms,
+    -- the host needs as long to issue the call as the GPU to run it: launch overhead, not the
+    -- kernel, bounds this solution's speed (the median is then less stable)
+    try_cast(e.timing->>'$.host_issue_ms' AS DOUBLE) >= e.median_ms AS host_bound,
     CASE WHEN e.backend = 'cuda' AND e.median_ms > 0 THEN w.bytes / (e.median_ms * 1e-3) END AS achieved_bytes_per_s,
     CASE WHEN e.backend = 'cuda' AND e.median_ms > 0 THEN w.flops / (e.median_ms * 1e-3) END AS achieved_flops_per_s,
     CASE WHEN e.backend = 'cuda' AND c.env_id IS NOT NULL THEN 1e3 * greatest(
