@@ -18,7 +18,7 @@ DEFAULT_TIMING = {
 }
 
 
-def task_payload(bench: Benchmark, task_id: str) -> dict:
+def task_payload(bench: Benchmark, task_id: str, backend: str = "cuda") -> dict:
     task = bench.task(task_id)
     signature = task.signature.model_dump()
     return {
@@ -26,7 +26,8 @@ def task_payload(bench: Benchmark, task_id: str) -> dict:
         "reference_path": str(bench.task_dir(task_id) / "reference.py"),
         "entry_point": task.entry_point,
         "signature": signature,
-        "tolerance": {o.name: task.tolerance.for_output(o.name) for o in task.signature.outputs},
+        "tolerance": {o.name: task.tolerance.for_output(o.name, interpreter=backend == "interpreter")
+                      for o in task.signature.outputs},
         "trials": task.correctness.trials,
     }
 
@@ -48,7 +49,7 @@ def evaluation_job(
     return {
         "kind": "evaluate",
         "backend": backend,
-        "task": task_payload(bench, solution.task_id),
+        "task": task_payload(bench, solution.task_id, backend),
         "solution": {
             "kind": solution.kind,
             "path": str(solution.path),

@@ -109,6 +109,11 @@ class Evaluator:
             outputs[name] = args[name].detach().clone()
         return outputs
 
+    def canonical(self, outputs: dict, inputs: dict) -> dict:
+        """Outputs in the task's canonical form (e.g. order-free results sorted), if it defines one."""
+        hook = getattr(self.reference_module, "canonicalize", None)
+        return dict(hook(dict(outputs), inputs)) if hook is not None else outputs
+
     # -- the phases ----------------------------------------------------------------------------
     def check(self, workload: dict) -> dict:
         torch = self.torch
@@ -123,6 +128,7 @@ class Evaluator:
                     raise CheckFailed(f"trial {trial}: the solution modified input {name}, which the op must not write")
             expected = self.call(self.reference, self.fresh(inputs), "the reference")
             second = self.call(self.candidate, self.fresh(inputs), "the solution")
+            first, expected, second = (self.canonical(o, inputs) for o in (first, expected, second))
             stats = {}
             for name, ref in expected.items():
                 tol = self.task["tolerance"][name]
@@ -165,8 +171,8 @@ class Evaluator:
         for name, value in fresh.items():
             if isinstance(value, torch.Tensor):
                 reused[name].copy_(value)
-        got = self.call(self.candidate, reused, "the solution")
-        expected = self.call(self.reference, self.fresh(fresh), "the reference")
+        got = self.canonical(self.call(self.candidate, reused, "the solution"), fresh)
+        expected = self.canonical(self.call(self.reference, self.fresh(fresh), "the reference"), fresh)
         for name, ref in expected.items():
             try:
                 compare_tensor(name, got[name], ref, self.task["tolerance"][name])
