@@ -79,3 +79,16 @@ SELECT task_id, solution, backend, env_id,
        list(workload_id || ': ' || status || coalesce(' (' || reason || ')', '')) FILTER (WHERE status <> 'passed') AS failures
 FROM v_evaluations
 GROUP BY ALL;
+
+-- The latest verdict of each judge on each design item of each solution, with the item's level.
+CREATE OR REPLACE VIEW v_item_verdicts AS
+SELECT v.task_id, v.solution_id, s.label AS solution, v.item_id, d.level, d.title, v.judge, v.judge_version,
+       v.verdict, v.strength, v.reason, v.evidence, v.created_at
+FROM verdicts v
+LEFT JOIN solutions s USING (solution_id)
+LEFT JOIN design_items d ON d.task_id = v.task_id AND d.item_id = v.item_id
+WHERE v.solution_id IS NOT NULL;
+
+-- Implementation scores with the solution's label.
+CREATE OR REPLACE VIEW v_judge_scores AS
+SELECT j.*, s.label AS solution FROM judge_scores j LEFT JOIN solutions s USING (solution_id);

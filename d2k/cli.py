@@ -313,6 +313,111 @@ def sql(
 
 
 @app.command()
+def judge(
+    solution: Optional[str] = typer.Argument(None, help="A solution file, or expert | naive (with --task)."),
+    task: Optional[str] = typer.Option(None, "--task", help="The task whose design rubric applies."),
+    judge_name: str = typer.Option("static", "--judge", help="static (deterministic, offline)."),
+    all_solutions: bool = typer.Option(False, "--all", help="Judge every solution in the store."),
+    as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+    db: Optional[str] = DbOption,
+):
+    """Decide which design items a solution implements, with evidence, and store the verdicts and scores."""
+    from d2k.judge.run import judge_solution, store_judgement
+    from d2k.solutions import Solution, resolve
+
+    if all_solutions == (solution is not None):
+        raise D2KError("give either a SOLUTION (with --task) or --all")
+    store = _store(db)
+    if all_solutions:
+        bench_content = _bench()
+        store.sync_content(bench_content)
+        _, rows = store.query("SELECT solution_id, task_id, label, kind, path, source FROM solutions WHERE kind = 'file' ORDER BY task_id, label")
+        counts: dict[str, int] = {}
+        with Progress(TextColumn("judge"), BarColumn(), MofNCompleteColumn(), console=err_console) as progress:
+            bar = progress.add_task("judge", total=len(rows))
+            for solution_id, task_id, label, kind, path, source in rows:
+                if task_id not in bench_content.tasks:
+                    counts["unknown task"] = counts.get("unknown task", 0) + 1
+                    progress.advance(bar)
+                    continue
+                result = judge_solution(bench_content, Solution(solution_id, task_id, label, kind, Path(path), source), judge_name)
+                store_judgement(store, result)
+                counts[result.status] = counts.get(result.status, 0) + 1
+                progress.advance(bar)
+        console.print(f"judged {len(rows)} stored solution(s): " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+        store.close()
+        return
+    if not task:
+        raise D2KError("--task is required with a SOLUTION")
+    bench_content = _bench([task])
+    store.sync_content(bench_content)
+    chosen = resolve(bench_content, task, solution)
+    store.add_solution(chosen)
+    result = judge_solution(bench_content, chosen, judge_name)
+    store_judgement(store, result)
+    store.close()
+    if as_json:
+        print(json.dumps({"task": task, "solution": chosen.label, "status": result.status, "detail": result.detail,
+                          "verdicts": [v.as_dict() for v in result.verdicts],
+                          "scores": result.scores.as_dict() if result.scores else None}, indent=2))
+        return
+    if result.status != "ok":
+        console.print(f"[yellow]{result.status}[/yellow]: {result.detail}", highlight=False)
+    titles = {i.id: i.title for i in bench_content.items(task)}
+    table = Table(title=f"{task} · {chosen.label} · judge {result.judge} v{result.judge_version}")
+    for col in ("item", "verdict", "strength", "evidence / reason"):
+        table.add_column(col, overflow="fold")
+    for v in result.verdicts:
+        where = "; ".join(f"L{e['line']}: {e['snippet']}" for e in v.evidence[:2]) or v.reason
+        style = {"implemented": "green", "partial": "yellow", "missing": "red"}.get(v.verdict, "dim")
+        table.add_row(f"{v.item_id}\n[dim]{titles.get(v.item_id, '')}[/dim]", f"[{style}]{v.verdict}[/{style}]", v.strength, where)
+    console.print(table)
+    if result.scores:
+        sc = result.scores
+        console.print(
+            f"implementation score {_fmt(sc.combined, 3)} (L1 {_fmt(sc.levels[1], 2)}, L2 {_fmt(sc.levels[2], 2)}, "
+            f"L3 {_fmt(sc.levels[3], 2)}); dependency-aware {_fmt(sc.dependency_aware, 3)}; coverage {sc.coverage:.0%}",
+            highlight=False)
+        for flag in sc.flags:
+            console.print(f"[yellow]flag[/yellow] {flag['item']} is present without its prerequisite {flag['missing_prerequisite']}", highlight=False)
+
+
+@app.command("judge-eval")
+def judge_eval(
+    judge_name: str = typer.Option("static", "--judge", help="static."),
+    scope: str = typer.Option("item", help="Rows to print: item | level | task | all."),
+    db: Optional[str] = DbOption,
+):
+    """Agreement of a judge with the gold labels in judges/gold/: precision, recall, F1, Cohen's kappa."""
+    from d2k.judge import agreement
+    from d2k.judge.run import gold_rows, store_metrics
+    from d2k.judge.static import VERSION
+
+    if scope not in ("item", "level", "task", "all"):
+        raise D2KError(f"--scope must be item, level, task or all, not {scope!r}")
+    bench_content = _bench()
+    rows, _ = gold_rows(bench_content, judge_name)
+    results = agreement.by_scope(rows)
+    store = _store(db)
+    store_metrics(store, judge_name, VERSION, "implementation", results)
+    store.close()
+    table = Table(title=f"judge {judge_name} v{VERSION} against {len({(r.task_id, r.solution) for r in rows})} gold solutions")
+    for col in ("scope", "key", "n", "decided", "accuracy", "precision", "recall", "F1", "kappa"):
+        table.add_column(col, justify="left" if col in ("scope", "key") else "right")
+    for r in results:
+        if scope == "item" or r["scope"] in ("level", "task", "all") and (scope == r["scope"] or scope == "item" or r["scope"] == "all"):
+            table.add_row(r["scope"], r["key"], str(r["n"]), str(r["decided"]),
+                          *[_fmt(r[k], 3) for k in ("accuracy", "precision", "recall", "f1", "kappa")])
+    console.print(table)
+    undecided = sorted({f"{r.task_id}/{r.item_id}" for r in rows if r.predicted not in agreement.LABELS})
+    if undecided:
+        console.print("items the judge cannot decide: " + ", ".join(undecided), highlight=False)
+    wrong = [r for r in rows if r.predicted in agreement.LABELS and r.predicted != r.gold]
+    for r in wrong:
+        console.print(f"[yellow]disagrees[/yellow] {r.task_id}/{r.solution} {r.item_id}: gold {r.gold}, judge {r.predicted}", highlight=False)
+
+
+@app.command()
 def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files written by d2k runs elsewhere."),
            db: Optional[str] = DbOption):
     """Load results produced on another machine (e.g. a GPU node) into the store."""

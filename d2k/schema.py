@@ -227,7 +227,8 @@ class DesignItem(Strict):
     related: list[str] = Field(default_factory=list)
     weight: float = Field(default=1.0, gt=0.0)
     signal_hint: str = ""
-    signals: list[dict[str, Any]] = Field(default_factory=list)
+    signals: list[dict[str, Any]] = Field(default_factory=list)   # all hold -> implemented
+    partial: list[dict[str, Any]] = Field(default_factory=list)   # any holds -> at least partial
 
     @model_validator(mode="after")
     def _level_matches_id(self):

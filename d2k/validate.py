@@ -10,6 +10,7 @@ from pathlib import Path
 import networkx as nx
 
 from d2k import exprs
+from d2k.judge.signals import check as signal_check
 from d2k.content import ContentError, Problem, find_root, load_rubric, load_task, load_workloads, task_ids
 from d2k.schema import TORCH_DTYPES, Rubric, Task, Workload
 
@@ -119,9 +120,11 @@ def check_rubric(task_id: str, rubric: Rubric) -> list[Problem]:
                 problems.append(Problem(rel, f"items.{item.id}.depends_on", f"unknown item {dep!r} (cross-task links go in `related`)"))
             else:
                 graph.add_edge(dep, item.id)
-        for i, signal in enumerate(item.signals):
-            if not isinstance(signal.get("kind"), str):
-                problems.append(Problem(rel, f"items.{item.id}.signals.{i}", "a signal needs a `kind`"))
+        for group in ("signals", "partial"):
+            for i, signal in enumerate(getattr(item, group)):
+                for message in signal_check(signal, f"items.{item.id}.{group}.{i}"):
+                    where, _, text = message.partition(": ")
+                    problems.append(Problem(rel, where, text))
     if not nx.is_directed_acyclic_graph(graph):
         cycle = " -> ".join(f"{a}" for a, _ in nx.find_cycle(graph))
         problems.append(Problem(rel, "depends_on", f"dependency cycle: {cycle}"))

@@ -1,0 +1,80 @@
+"""The gold-labelled solutions under ``judges/gold/<task>/labels.toml``: the judges' yardstick."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from d2k.content import ContentError, Problem
+
+
+class Label(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    item: str
+    verdict: Literal["implemented", "partial", "missing"]
+    reason: str = Field(min_length=3)
+
+
+class GoldSolution(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    path: str
+    description: str = ""
+    labels: list[Label]
+
+
+class GoldFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    task: str
+    solutions: list[GoldSolution] = Field(min_length=1)
+
+
+@dataclass
+class GoldSet:
+    task_id: str
+    solutions: list[GoldSolution]
+    root: Path
+
+    def path_of(self, solution: GoldSolution) -> Path:
+        return (self.root / solution.path).resolve()
+
+
+def gold_dir(root: Path) -> Path:
+    return root / "judges" / "gold"
+
+
+def load(root: Path, task_ids: list[str] | None = None, item_ids: dict[str, set[str]] | None = None) -> list[GoldSet]:
+    """Every gold set (or those of ``task_ids``); labels are checked against the rubric item ids."""
+    sets, problems = [], []
+    folder = gold_dir(root)
+    if not folder.is_dir():
+        return []
+    for path in sorted(folder.glob("*/labels.toml")):
+        task_id = path.parent.name
+        if task_ids and task_id not in task_ids:
+            continue
+        rel = str(path.relative_to(root))
+        try:
+            data = GoldFile.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
+        except (tomllib.TOMLDecodeError, ValidationError) as exc:
+            problems.append(Problem(rel, "", str(exc).splitlines()[0] if isinstance(exc, tomllib.TOMLDecodeError) else str(exc).replace("\n", " ")[:300]))
+            continue
+        for solution in data.solutions:
+            if not (root / solution.path).is_file():
+                problems.append(Problem(rel, f"solutions.{solution.name}.path", f"{solution.path} not found"))
+            if item_ids and task_id in item_ids:
+                labelled = [l.item for l in solution.labels]
+                missing = sorted(item_ids[task_id] - set(labelled))
+                unknown = sorted(set(labelled) - item_ids[task_id])
+                if missing:
+                    problems.append(Problem(rel, f"solutions.{solution.name}.labels", f"no label for {', '.join(missing)}"))
+                if unknown:
+                    problems.append(Problem(rel, f"solutions.{solution.name}.labels", f"unknown item {', '.join(unknown)}"))
+        sets.append(GoldSet(task_id, list(data.solutions), root))
+    if problems:
+        raise ContentError(problems)
+    return sets

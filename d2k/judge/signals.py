@@ -1,0 +1,287 @@
+"""The signal vocabulary: declarative static evidence for a design item, evaluated on facts.
+
+A rubric item lists ``signals`` (all must hold for *implemented*) and optionally ``partial``
+(any holding gives *partial* when the signals do not all hold). Each signal is a table with a
+``kind``; every kind, its fields and its meaning:
+
+| kind | fields | holds when |
+|---|---|---|
+| `call` | `name`, `in_loop`?, `keyword`?, `arg_contains`?, `scope`? (kernel/host/any), `min_count`? | a call to `name` (exact dotted name, or its last parts: `rsqrt` matches `tl.math.rsqrt`) exists, optionally inside a loop, with a keyword, with an argument containing a text, at least `min_count` times |
+| `keyword` | `name`, `value`?, `where`? (config/launch/call/any) | a keyword argument `name` (e.g. `num_warps`, `num_stages`, `warp_specialize`) is given in a `triton.Config`, a kernel launch or a call, optionally with a value |
+| `autotune` | `key_contains`? (list), `min_configs`? | a kernel is decorated with `triton.autotune`, its `key=` names those, it lists enough configs |
+| `constexpr` | `pattern` (regex) | a kernel has a `tl.constexpr` parameter whose name matches |
+| `pattern` | `regex`, `scope`? (kernel/file) | the regular expression matches a kernel's source (or the whole file) |
+| `constant` | `value`, `rel_tol`?, `scope`? (kernel/host/any) | a numeric literal equal to `value` (e.g. 1.44269504) appears in a kernel (or host code) |
+| `kernels` | `min`?, `max`? | the number of entry kernels (device helpers excluded) is within bounds |
+| `loop` | `contains_call`?, `header_contains`? | a loop in a kernel contains a call to that name / has that text in its header |
+| `store_to_input` | `param`? | a kernel stores through a pointer parameter it also loads from (in-place) |
+| `program_id` | `axis` | `tl.program_id(axis)` is read |
+| `cuda` | `feature` (shared, syncthreads, shuffle, pragma_unroll, launch_bounds, atomic, vector_type) | a CUDA kernel uses it |
+| `all` / `any` | `of` (list of signals) | every / at least one of them holds |
+| `not` | `signal` | the signal does not hold (evidence: none) |
+
+Evidence is a list of (kernel, line, snippet). Only `pattern`, `not` and combinations made only of
+them are *weak* evidence; every other kind reads structured facts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from d2k.judge.facts import Call, Kernel, SolutionFacts
+
+KINDS = {
+    "call": ({"name"}, {"in_loop", "keyword", "arg_contains", "scope", "min_count"}),
+    "keyword": ({"name"}, {"value", "where"}),
+    "autotune": (set(), {"key_contains", "min_configs"}),
+    "constexpr": ({"pattern"}, set()),
+    "pattern": ({"regex"}, {"scope"}),
+    "constant": ({"value"}, {"rel_tol", "scope"}),
+    "kernels": (set(), {"min", "max"}),
+    "loop": (set(), {"contains_call", "header_contains"}),
+    "store_to_input": (set(), {"param"}),
+    "program_id": ({"axis"}, set()),
+    "cuda": ({"feature"}, set()),
+    "all": ({"of"}, set()),
+    "any": ({"of"}, set()),
+    "not": ({"signal"}, set()),
+}
+COMMON = {"kind", "note"}
+CUDA_FEATURE_NAMES = {"shared", "syncthreads", "shuffle", "pragma_unroll", "launch_bounds", "atomic", "vector_type"}
+
+
+def check(signal, where: str = "") -> list[str]:
+    """Problems with one signal table (empty when it is well formed)."""
+    if not isinstance(signal, dict):
+        return [f"{where}: a signal must be a table"]
+    kind = signal.get("kind")
+    if kind not in KINDS:
+        return [f"{where}: unknown signal kind {kind!r} (known: {', '.join(sorted(KINDS))})"]
+    required, optional = KINDS[kind]
+    problems = [f"{where}: {kind} signal needs `{f}`" for f in sorted(required - set(signal))]
+    extra = set(signal) - required - optional - COMMON
+    problems += [f"{where}: {kind} signal has unknown field `{f}`" for f in sorted(extra)]
+    if kind in ("all", "any"):
+        if not isinstance(signal.get("of"), list) or not signal["of"]:
+            problems.append(f"{where}: `of` must be a non-empty list of signals")
+        else:
+            for i, sub in enumerate(signal["of"]):
+                problems += check(sub, f"{where}.of.{i}")
+    if kind == "not":
+        problems += check(signal.get("signal"), f"{where}.signal")
+    if kind in ("pattern", "constexpr"):
+        try:
+            re.compile(signal.get("regex") or signal.get("pattern") or "")
+        except re.error as exc:
+            problems.append(f"{where}: invalid regex: {exc}")
+    if kind == "cuda" and signal.get("feature") not in CUDA_FEATURE_NAMES:
+        problems.append(f"{where}: cuda feature must be one of {', '.join(sorted(CUDA_FEATURE_NAMES))}")
+    return problems
+
+
+@dataclass
+class Evidence:
+    kernel: str
+    line: int
+    snippet: str
+
+    def as_dict(self) -> dict:
+        return {"kernel": self.kernel, "line": self.line, "snippet": self.snippet}
+
+
+@dataclass
+class Result:
+    holds: bool
+    evidence: list[Evidence]
+    weak: bool = False
+
+
+def _name_matches(pattern: str, name: str) -> bool:
+    base = name.split("[", 1)[0]
+    return base == pattern or base.endswith("." + pattern)
+
+
+def _scopes(facts: SolutionFacts, scope: str) -> list[Kernel]:
+    if scope == "host":
+        return [facts.host] if facts.host else []
+    if scope == "any":
+        return facts.all_scopes
+    return facts.kernels
+
+
+def _line_snippet(kernel: Kernel, line: int, fallback: str = "") -> str:
+    if kernel.source and kernel.language != "host":
+        lines = kernel.source.splitlines()
+        idx = line - kernel.line
+        # decorated kernels start their source at the first decorator
+        offset = 0
+        for i, text in enumerate(lines):
+            if text.lstrip().startswith("def ") or "__global__" in text:
+                offset = i
+                break
+        idx += offset
+        if 0 <= idx < len(lines):
+            return lines[idx].strip()[:160]
+    return fallback[:160]
+
+
+def evaluate(signal: dict, facts: SolutionFacts) -> Result:
+    kind = signal["kind"]
+    ev: list[Evidence] = []
+    if kind == "call":
+        want = signal["name"]
+        for k in _scopes(facts, signal.get("scope", "kernel")):
+            for c in k.calls:
+                if not _name_matches(want, c.name):
+                    continue
+                if "in_loop" in signal and (c.loop_depth > 0) != bool(signal["in_loop"]):
+                    continue
+                if "keyword" in signal and signal["keyword"] not in c.keywords:
+                    continue
+                if "arg_contains" in signal and not any(signal["arg_contains"] in a for a in [*c.args, *c.keywords.values()]):
+                    continue
+                ev.append(Evidence(k.name, c.line, c.text))
+        return Result(len(ev) >= int(signal.get("min_count", 1)), ev)
+    if kind == "keyword":
+        name, where = signal["name"], signal.get("where", "any")
+        value = signal.get("value")
+        sources: list[tuple[str, Call]] = []
+        for k in facts.all_scopes:
+            for c in [*k.decorators, *k.calls]:
+                is_config = c.name.endswith("Config")
+                is_launch = "[" in c.name
+                if where == "config" and not is_config:
+                    continue
+                if where == "launch" and not is_launch:
+                    continue
+                if where == "call" and (is_config or is_launch):
+                    continue
+                sources.append((k.name, c))
+            for c in facts.launches if where in ("launch", "any") else []:
+                sources.append(("<host>", c))
+        seen = set()
+        for kname, c in sources:
+            text = c.keywords.get(name)
+            if text is None and c.name.endswith("Config") and c.args:
+                # triton.Config({"BLOCK_M": 128, ...}, num_warps=8): meta-parameters in the dict
+                m = re.search(rf"['\"]{re.escape(name)}['\"]\s*:\s*([^,}}]+)", c.args[0])
+                text = m.group(1).strip() if m else None
+            if text is None or (value is not None and text.strip() != str(value)):
+                continue
+            key = (c.line, c.text)
+            if key not in seen:
+                seen.add(key)
+                ev.append(Evidence(kname, c.line, c.text))
+        return Result(bool(ev), ev)
+    if kind == "autotune":
+        file_configs = sum(1 for c in (facts.host.calls if facts.host else []) if c.name.endswith("Config"))
+        # @triton.autotune(...) decorators, and triton.autotune(...)(kernel) applied in host code
+        sites = [(k.name, d) for k in facts.kernels for d in k.decorators]
+        sites += [("<host>", c) for c in (facts.host.calls if facts.host else [])]
+        for kname, d in sites:
+            if not _name_matches("autotune", d.name):
+                continue
+            key = d.keywords.get("key", "")
+            if any(f"'{w}'" not in key and f'"{w}"' not in key for w in signal.get("key_contains", [])):
+                continue
+            configs = d.keywords.get("configs", d.args[0] if d.args else "")
+            # configs built elsewhere (a helper, a comprehension): count the file's Config calls
+            n_configs = configs.count("Config(") or file_configs
+            if n_configs < int(signal.get("min_configs", 1)):
+                continue
+            ev.append(Evidence(kname, d.line, d.text))
+        return Result(bool(ev), ev)
+    if kind == "constexpr":
+        pattern = re.compile(signal["pattern"])
+        for k in facts.kernels:
+            for p in k.constexprs:
+                if pattern.search(p):
+                    ev.append(Evidence(k.name, k.line, f"{p}: tl.constexpr"))
+        return Result(bool(ev), ev)
+    if kind == "pattern":
+        regex = re.compile(signal["regex"], re.MULTILINE)
+        if signal.get("scope", "kernel") == "file":
+            for m in regex.finditer(facts.text):
+                line = facts.text.count("\n", 0, m.start()) + 1
+                ev.append(Evidence("<file>", line, facts.text.splitlines()[line - 1].strip()[:160]))
+                if len(ev) >= 5:
+                    break
+        else:
+            for k in facts.kernels:
+                for m in regex.finditer(k.source):
+                    line = _source_line(k, m.start())
+                    ev.append(Evidence(k.name, line, _line_snippet(k, line, m.group(0))))
+                    if len(ev) >= 5:
+                        break
+        return Result(bool(ev), ev, weak=True)
+    if kind == "constant":
+        value, tol = float(signal["value"]), float(signal.get("rel_tol", 1e-6))
+        for k in _scopes(facts, signal.get("scope", "kernel")):
+            for number, line in k.numbers:
+                if math.isclose(number, value, rel_tol=tol):
+                    ev.append(Evidence(k.name, line, _line_snippet(k, line, str(number))))
+        return Result(bool(ev), ev)
+    if kind == "kernels":
+        entries = facts.entry_kernels
+        n = len(entries)
+        ok = n >= int(signal.get("min", 0)) and ("max" not in signal or n <= int(signal["max"]))
+        return Result(ok, [Evidence(k.name, k.line, f"kernel {k.name}") for k in entries] if ok else [])
+    if kind == "loop":
+        for k in facts.kernels:
+            for loop in k.loops:
+                if "contains_call" in signal and not any(_name_matches(signal["contains_call"], c) for c in loop.calls):
+                    continue
+                if "header_contains" in signal and signal["header_contains"] not in loop.header:
+                    continue
+                ev.append(Evidence(k.name, loop.line, loop.header))
+        return Result(bool(ev), ev)
+    if kind == "store_to_input":
+        for k in facts.kernels:
+            loaded = {_pointer_base(c) for c in k.calls if _name_matches("load", c.name) and c.args}
+            for c in k.calls:
+                if _name_matches("store", c.name) and c.args:
+                    base = _pointer_base(c)
+                    if base in loaded and base in k.params and signal.get("param", base) == base:
+                        ev.append(Evidence(k.name, c.line, c.text))
+        return Result(bool(ev), ev)
+    if kind == "program_id":
+        axis = str(signal["axis"])
+        for k in facts.kernels:
+            for c in k.calls:
+                if _name_matches("program_id", c.name) and (c.args[:1] == [axis] or c.keywords.get("axis") == axis):
+                    ev.append(Evidence(k.name, c.line, c.text))
+        return Result(bool(ev), ev)
+    if kind == "cuda":
+        feature = signal["feature"]
+        for k in facts.kernels:
+            for line in k.cuda.get(feature, []):
+                ev.append(Evidence(k.name, line, _line_snippet(k, line, feature)))
+        return Result(bool(ev), ev)
+    if kind in ("all", "any"):
+        results = [evaluate(s, facts) for s in signal["of"]]
+        holds = all(r.holds for r in results) if kind == "all" else any(r.holds for r in results)
+        evidence = [e for r in results if r.holds for e in r.evidence]
+        weak = all(r.weak for r in results if r.holds) if evidence else all(r.weak for r in results)
+        return Result(holds, evidence if holds else [], weak)
+    if kind == "not":
+        inner = evaluate(signal["signal"], facts)
+        return Result(not inner.holds, [], weak=True)
+    raise ValueError(f"unknown signal kind {kind!r}")
+
+
+def _pointer_base(call: Call) -> str:
+    m = re.match(r"\s*\(?\s*([A-Za-z_]\w*)", call.args[0])
+    return m.group(1) if m else ""
+
+
+def _source_line(kernel: Kernel, offset: int) -> int:
+    lines_before = kernel.source.count("\n", 0, offset)
+    # kernel.source starts at the first decorator; kernel.line is the def line
+    first_def = 0
+    for i, text in enumerate(kernel.source.splitlines()):
+        if text.lstrip().startswith("def ") or "__global__" in text:
+            first_def = i
+            break
+    return kernel.line - first_def + lines_before
