@@ -312,25 +312,111 @@ def sql(
         err_console.print(f"{len(rows)} row(s)")
 
 
-@app.command()
+def _llm_context(bench_content, model, api_base, concurrency):
+    from d2k.judge import settings as settings_mod
+    from d2k.judge.run import LLMContext
+
+    overrides = {"model": model, "api_base": api_base, "concurrency": concurrency}
+    return LLMContext(bench_content, settings_mod.load(overrides, root=bench_content.root))
+
+
+def _verdict_table(title: str, verdicts, titles: dict, quote: bool = False) -> Table:
+    table = Table(title=title)
+    for col in ("item", "verdict", "how", "evidence / reason"):
+        table.add_column(col, overflow="fold")
+    for v in verdicts:
+        if quote:
+            where = " | ".join(f"“{e['quote']}”" + ("" if e.get("verbatim") else " (not verbatim)") for e in v.evidence[:2])
+            where = (where + "\n" if where else "") + v.reason
+        else:
+            where = "; ".join(f"L{e['line']}: {e['snippet']}" for e in v.evidence[:2])
+            where = where if v.strength != "llm" else (v.reason + ("\n" + where if where else ""))
+            where = where or v.reason
+        style = {"implemented": "green", "covered": "green", "partial": "yellow", "missing": "red",
+                 "judge_error": "magenta"}.get(v.verdict, "dim")
+        how = v.strength if v.confidence is None else f"{v.strength} {v.confidence:.2f}"
+        table.add_row(f"{v.item_id}\n[dim]{titles.get(v.item_id, '')}[/dim]", f"[{style}]{v.verdict}[/{style}]", how, where)
+    return table
+
+
+def _print_scores(scores, label: str = "implementation score") -> None:
+    console.print(
+        f"{label} {_fmt(scores.combined, 3)} (L1 {_fmt(scores.levels[1], 2)}, L2 {_fmt(scores.levels[2], 2)}, "
+        f"L3 {_fmt(scores.levels[3], 2)}); dependency-aware {_fmt(scores.dependency_aware, 3)}; coverage {scores.coverage:.0%}",
+        highlight=False)
+    for flag in scores.flags:
+        console.print(f"[yellow]flag[/yellow] {flag['item']} is present without its prerequisite {flag['missing_prerequisite']}",
+                      highlight=False)
+
+
+@app.command(context_settings={"help_option_names": ["--help"]})
 def judge(
-    solution: Optional[str] = typer.Argument(None, help="A solution file, or expert | naive (with --task)."),
+    target: Optional[list[str]] = typer.Argument(
+        None, help="SOLUTION (a file, or expert | naive); `proposal DESIGN.md` grades a design in prose; "
+                   "`optimize` compiles the LLM judges against the gold sets."),
     task: Optional[str] = typer.Option(None, "--task", help="The task whose design rubric applies."),
-    judge_name: str = typer.Option("static", "--judge", help="static (deterministic, offline)."),
+    judge_name: str = typer.Option("static", "--judge", help="static | llm | hybrid (code); proposals always use the LLM."),
     all_solutions: bool = typer.Option(False, "--all", help="Judge every solution in the store."),
+    force: bool = typer.Option(False, help="Ask the LLM again even where the store has this judge's verdict."),
+    model: Optional[str] = typer.Option(None, help="LLM judge model (overrides D2K_JUDGE_MODEL and d2k.toml)."),
+    api_base: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint (overrides D2K_JUDGE_API_BASE)."),
+    concurrency: Optional[int] = typer.Option(None, help="Concurrent LLM calls."),
+    optimize_target: str = typer.Option("implementation", "--target", help="optimize: implementation | proposal."),
+    optimizer: str = typer.Option("bootstrap", "--optimizer", help="optimize: bootstrap | labeled."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
     db: Optional[str] = DbOption,
 ):
-    """Decide which design items a solution implements, with evidence, and store the verdicts and scores."""
-    from d2k.judge.run import judge_solution, store_judgement
+    """Judge design properties: of a solution's code (static, llm, hybrid) or of a design in prose."""
+    from d2k.judge.run import judge_proposal_text, judge_solution, store_judgement, store_proposal
     from d2k.solutions import Solution, resolve
 
-    if all_solutions == (solution is not None):
-        raise D2KError("give either a SOLUTION (with --task) or --all")
+    target = list(target or [])
+    if target[:1] == ["optimize"]:
+        from d2k.judge.optimize import optimize
+
+        bench_content = _bench()
+        context = _llm_context(bench_content, model, api_base, concurrency)
+        with console.status(f"optimizing the {optimize_target} judge with {optimizer}…"):
+            record = optimize(bench_content, context.runner, optimize_target, optimizer)
+        console.print(f"saved judges/{record['program']}: dev accuracy {record['dev_accuracy_before']:.3f} → "
+                      f"{record['dev_accuracy_after']:.3f} ({record['train_examples']} train, {record['dev_examples']} dev "
+                      f"examples, model {record['model']})", highlight=False)
+        return
+    if target[:1] == ["proposal"]:
+        if len(target) != 2 or not task:
+            raise D2KError("usage: d2k judge proposal DESIGN.md --task TASK")
+        path = Path(target[1])
+        if not path.is_file():
+            raise D2KError(f"design file not found: {path}")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise D2KError(f"{path} is not a UTF-8 text file") from None
+        bench_content = _bench([task])
+        context = _llm_context(bench_content, model, api_base, concurrency)
+        store = _store(db)
+        store.sync_content(bench_content)
+        with console.status(f"grading {path} against {len(bench_content.items(task))} design items…"):
+            result = judge_proposal_text(bench_content, task, text, context, store, force)
+        store_proposal(store, result, path.name, str(path), text)
+        store.close()
+        if as_json:
+            print(json.dumps({"task": task, "proposal": str(path), "proposal_id": result.proposal_id,
+                              "verdicts": [v.as_dict() for v in result.verdicts], "scores": result.scores.as_dict()}, indent=2))
+            return
+        titles = {i.id: i.title for i in bench_content.items(task)}
+        console.print(_verdict_table(f"{task} · proposal {path.name} · {result.model}", result.verdicts, titles, quote=True))
+        _print_scores(result.scores, "design coverage")
+        return
+    if all_solutions == bool(target):
+        raise D2KError("give either a SOLUTION (with --task), `proposal DESIGN.md --task T`, `optimize`, or --all")
+    if len(target) > 1:
+        raise D2KError(f"one SOLUTION at a time (got {len(target)} arguments)")
     store = _store(db)
     if all_solutions:
         bench_content = _bench()
         store.sync_content(bench_content)
+        context = _llm_context(bench_content, model, api_base, concurrency) if judge_name != "static" else None
         _, rows = store.query("SELECT solution_id, task_id, label, kind, path, source FROM solutions WHERE kind = 'file' ORDER BY task_id, label")
         counts: dict[str, int] = {}
         with Progress(TextColumn("judge"), BarColumn(), MofNCompleteColumn(), console=err_console) as progress:
@@ -340,7 +426,8 @@ def judge(
                     counts["unknown task"] = counts.get("unknown task", 0) + 1
                     progress.advance(bar)
                     continue
-                result = judge_solution(bench_content, Solution(solution_id, task_id, label, kind, Path(path), source), judge_name)
+                result = judge_solution(bench_content, Solution(solution_id, task_id, label, kind, Path(path), source),
+                                        judge_name, context, store, force)
                 store_judgement(store, result)
                 counts[result.status] = counts.get(result.status, 0) + 1
                 progress.advance(bar)
@@ -351,70 +438,81 @@ def judge(
         raise D2KError("--task is required with a SOLUTION")
     bench_content = _bench([task])
     store.sync_content(bench_content)
-    chosen = resolve(bench_content, task, solution)
+    chosen = resolve(bench_content, task, target[0])
     store.add_solution(chosen)
-    result = judge_solution(bench_content, chosen, judge_name)
+    context = _llm_context(bench_content, model, api_base, concurrency) if judge_name != "static" else None
+    result = judge_solution(bench_content, chosen, judge_name, context, store, force)
     store_judgement(store, result)
     store.close()
     if as_json:
-        print(json.dumps({"task": task, "solution": chosen.label, "status": result.status, "detail": result.detail,
-                          "verdicts": [v.as_dict() for v in result.verdicts],
+        print(json.dumps({"task": task, "solution": chosen.label, "judge": result.judge, "status": result.status,
+                          "detail": result.detail, "verdicts": [v.as_dict() for v in result.verdicts],
                           "scores": result.scores.as_dict() if result.scores else None}, indent=2))
         return
     if result.status != "ok":
         console.print(f"[yellow]{result.status}[/yellow]: {result.detail}", highlight=False)
     titles = {i.id: i.title for i in bench_content.items(task)}
-    table = Table(title=f"{task} · {chosen.label} · judge {result.judge} v{result.judge_version}")
-    for col in ("item", "verdict", "strength", "evidence / reason"):
-        table.add_column(col, overflow="fold")
-    for v in result.verdicts:
-        where = "; ".join(f"L{e['line']}: {e['snippet']}" for e in v.evidence[:2]) or v.reason
-        style = {"implemented": "green", "partial": "yellow", "missing": "red"}.get(v.verdict, "dim")
-        table.add_row(f"{v.item_id}\n[dim]{titles.get(v.item_id, '')}[/dim]", f"[{style}]{v.verdict}[/{style}]", v.strength, where)
-    console.print(table)
+    model_note = f" · {result.model}" if result.model else ""
+    console.print(_verdict_table(f"{task} · {chosen.label} · judge {result.judge} v{result.judge_version}{model_note}",
+                                 result.verdicts, titles))
     if result.scores:
-        sc = result.scores
-        console.print(
-            f"implementation score {_fmt(sc.combined, 3)} (L1 {_fmt(sc.levels[1], 2)}, L2 {_fmt(sc.levels[2], 2)}, "
-            f"L3 {_fmt(sc.levels[3], 2)}); dependency-aware {_fmt(sc.dependency_aware, 3)}; coverage {sc.coverage:.0%}",
-            highlight=False)
-        for flag in sc.flags:
-            console.print(f"[yellow]flag[/yellow] {flag['item']} is present without its prerequisite {flag['missing_prerequisite']}", highlight=False)
+        _print_scores(result.scores)
 
 
 @app.command("judge-eval")
 def judge_eval(
-    judge_name: str = typer.Option("static", "--judge", help="static."),
+    judge_name: str = typer.Option("static", "--judge", help="static | llm | hybrid (implementation gold); llm for proposals."),
+    gold: str = typer.Option("implementation", "--gold", help="implementation (labels.toml) | proposals (proposals.toml)."),
     scope: str = typer.Option("item", help="Rows to print: item | level | task | all."),
+    force: bool = typer.Option(False, help="Ask the LLM again even where the store has this judge's verdict."),
+    model: Optional[str] = typer.Option(None, help="LLM judge model (overrides D2K_JUDGE_MODEL and d2k.toml)."),
+    api_base: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint (overrides D2K_JUDGE_API_BASE)."),
+    concurrency: Optional[int] = typer.Option(None, help="Concurrent LLM calls."),
     db: Optional[str] = DbOption,
 ):
     """Agreement of a judge with the gold labels in judges/gold/: precision, recall, F1, Cohen's kappa."""
     from d2k.judge import agreement
-    from d2k.judge.run import gold_rows, store_metrics
-    from d2k.judge.static import VERSION
+    from d2k.judge.run import JUDGES, gold_rows, proposal_gold_rows, store_metrics
 
     if scope not in ("item", "level", "task", "all"):
         raise D2KError(f"--scope must be item, level, task or all, not {scope!r}")
+    if gold not in ("implementation", "proposals"):
+        raise D2KError(f"--gold must be implementation or proposals, not {gold!r}")
+    if judge_name not in JUDGES:
+        raise D2KError(f"--judge must be one of {', '.join(JUDGES)}, not {judge_name!r}")
     bench_content = _bench()
-    rows, _ = gold_rows(bench_content, judge_name)
-    results = agreement.by_scope(rows)
     store = _store(db)
-    store_metrics(store, judge_name, VERSION, "implementation", results)
+    store.sync_content(bench_content)
+    context = None
+    if gold == "proposals" or judge_name != "static":
+        context = _llm_context(bench_content, model, api_base, concurrency)
+    if gold == "proposals":
+        judge_name = "llm"
+        rows = proposal_gold_rows(bench_content, context, store, force)
+    else:
+        rows, _ = gold_rows(bench_content, judge_name, context, store, force)
+    results = agreement.by_scope(rows)
+    from d2k.judge import llm as llm_version_source
+    version = "1" if judge_name == "static" else llm_version_source.VERSION
+    store_metrics(store, judge_name, version, gold, results)
     store.close()
-    table = Table(title=f"judge {judge_name} v{VERSION} against {len({(r.task_id, r.solution) for r in rows})} gold solutions")
+    n_solutions = len({(r.task_id, r.solution) for r in rows})
+    table = Table(title=f"judge {judge_name} v{version} against {n_solutions} gold {'proposals' if gold == 'proposals' else 'solutions'}")
     for col in ("scope", "key", "n", "decided", "accuracy", "precision", "recall", "F1", "kappa"):
         table.add_column(col, justify="left" if col in ("scope", "key") else "right")
+    shown = {"item": ("item", "level", "task", "all"), "level": ("level", "all"), "task": ("task", "all"), "all": ("all",)}[scope]
     for r in results:
-        if scope == "item" or r["scope"] in ("level", "task", "all") and (scope == r["scope"] or scope == "item" or r["scope"] == "all"):
+        if r["scope"] in shown:
             table.add_row(r["scope"], r["key"], str(r["n"]), str(r["decided"]),
                           *[_fmt(r[k], 3) for k in ("accuracy", "precision", "recall", "f1", "kappa")])
     console.print(table)
     undecided = sorted({f"{r.task_id}/{r.item_id}" for r in rows if r.predicted not in agreement.LABELS})
     if undecided:
-        console.print("items the judge cannot decide: " + ", ".join(undecided), highlight=False)
-    wrong = [r for r in rows if r.predicted in agreement.LABELS and r.predicted != r.gold]
-    for r in wrong:
-        console.print(f"[yellow]disagrees[/yellow] {r.task_id}/{r.solution} {r.item_id}: gold {r.gold}, judge {r.predicted}", highlight=False)
+        console.print("items the judge did not decide: " + ", ".join(undecided), highlight=False, soft_wrap=True)
+    for r in rows:
+        if r.predicted in agreement.LABELS and r.predicted != r.gold:
+            console.print(f"[yellow]disagrees[/yellow] {r.task_id}/{r.solution} {r.item_id}: gold {r.gold}, judge {r.predicted}",
+                          highlight=False)
 
 
 @app.command()

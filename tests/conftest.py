@@ -15,6 +15,9 @@ def _isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("D2K_DB", str(tmp_path / "d2k.duckdb"))
     monkeypatch.setenv("D2K_ROOT", str(ROOT))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setenv("D2K_JUDGE_CACHE", str(tmp_path / "dspy-cache"))
+    for var in ("D2K_JUDGE_MODEL", "D2K_JUDGE_API_BASE", "D2K_JUDGE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
     yield
 
 

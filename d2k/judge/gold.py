@@ -15,7 +15,8 @@ from d2k.content import ContentError, Problem
 class Label(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     item: str
-    verdict: Literal["implemented", "partial", "missing"]
+    # implemented / partial / missing for code; covered / partial / missing for proposals
+    verdict: Literal["implemented", "partial", "missing", "covered"]
     reason: str = Field(min_length=3)
 
 
@@ -47,13 +48,15 @@ def gold_dir(root: Path) -> Path:
     return root / "judges" / "gold"
 
 
-def load(root: Path, task_ids: list[str] | None = None, item_ids: dict[str, set[str]] | None = None) -> list[GoldSet]:
-    """Every gold set (or those of ``task_ids``); labels are checked against the rubric item ids."""
+def load(root: Path, task_ids: list[str] | None = None, item_ids: dict[str, set[str]] | None = None,
+         filename: str = "labels.toml") -> list[GoldSet]:
+    """Every gold set (or those of ``task_ids``) from ``judges/gold/<task>/<filename>``: ``labels.toml``
+    labels code, ``proposals.toml`` labels designs in prose. Labels are checked against the rubric."""
     sets, problems = [], []
     folder = gold_dir(root)
     if not folder.is_dir():
         return []
-    for path in sorted(folder.glob("*/labels.toml")):
+    for path in sorted(folder.glob(f"*/{filename}")):
         task_id = path.parent.name
         if task_ids and task_id not in task_ids:
             continue

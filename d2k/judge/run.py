@@ -1,18 +1,20 @@
-"""Judge solutions and gold sets, and store what the judges decided."""
+"""Judge solutions, proposals and gold sets, and store what the judges decided."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 from d2k.content import Benchmark
 from d2k.errors import D2KError
 from d2k.judge import agreement, facts as facts_mod, gold as gold_mod, graph, static
 from d2k.judge.static import Verdict
-from d2k.solutions import Solution
+from d2k.solutions import Solution, sha256
 
-JUDGES = ("static",)
+JUDGES = ("static", "llm", "hybrid")
 
 
 @dataclass
@@ -25,10 +27,35 @@ class Judgement:
     scores: graph.Scores | None
     judge: str = static.NAME
     judge_version: str = static.VERSION
+    model: str | None = None
+
+
+class LLMContext:
+    """The LLM runner and the compiled (or plain) judge programs, built once per command."""
+
+    def __init__(self, bench: Benchmark, settings=None, lm=None):
+        from d2k.judge import llm
+        from d2k.judge import settings as settings_mod
+
+        self.settings = settings or settings_mod.load(root=bench.root)
+        self.runner = llm.Runner(self.settings, lm=lm)
+        programs_dir = bench.root / "judges"
+        self.programs = {}
+        for kind in ("implementation", "proposal"):
+            program, source = llm.load_program(kind, programs_dir)
+            self.programs[kind] = (program, llm.prompt_hash(program), source)
+
+
+def _now():
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+def _json(value) -> str:
+    return json.dumps(value, default=str)
 
 
 def judge_source(bench: Benchmark, task_id: str, source: bytes | str, path: str, solution_id: str,
-                 judge: str = "static") -> Judgement:
+                 judge: str = "static", context: LLMContext | None = None, store=None, force: bool = False) -> Judgement:
     if judge not in JUDGES:
         raise D2KError(f"--judge must be one of {', '.join(JUDGES)}, not {judge!r}")
     items = bench.items(task_id)
@@ -36,40 +63,113 @@ def judge_source(bench: Benchmark, task_id: str, source: bytes | str, path: str,
         raise D2KError(f"task {task_id} has no design rubric items")
     facts = facts_mod.extract(source, path)
     verdicts = static.judge(facts, items)
+    version, model = static.VERSION, None
+    if judge in ("llm", "hybrid"):
+        from d2k.judge import code_judge, llm
+
+        if context is None:
+            context = LLMContext(bench)
+        program, program_hash, _ = context.programs["implementation"]
+        model = context.runner.model
+        version = llm.VERSION
+        cached = {} if force or store is None else cached_verdicts(store, solution_id, None, judge, version, model, program_hash)
+        verdicts = code_judge.judge_code(bench.task(task_id), items, facts, verdicts, context.runner, program,
+                                         program_hash, judge, cached)
     scores = graph.score(items, {v.item_id: v.verdict for v in verdicts}) if facts.status == "ok" else None
-    return Judgement(task_id, solution_id, facts.status, facts.detail, verdicts, scores)
+    return Judgement(task_id, solution_id, facts.status, facts.detail, verdicts, scores, judge, version, model)
+
+
+def cached_verdicts(store, solution_id, proposal_id, judge, version, model, program_hash) -> dict[str, Verdict]:
+    """Stored verdicts of the same judge, version, model and prompt (judge errors are retried)."""
+    key_col, key = ("solution_id", solution_id) if solution_id else ("proposal_id", proposal_id)
+    _, rows = store.query(
+        f"SELECT item_id, verdict, strength, confidence, reason, evidence, usage FROM verdicts "
+        f"WHERE {key_col} = ? AND judge = ? AND judge_version = ? AND model = ? AND prompt_hash = ? "
+        f"AND verdict <> 'judge_error'", [key, judge, version, model, program_hash])
+    out = {}
+    for item_id, verdict, strength, confidence, reason, evidence, usage in rows:
+        out[item_id] = Verdict(item_id, int(item_id[1]), verdict, strength or "llm", reason or "",
+                               json.loads(evidence) if evidence else [], confidence,
+                               {"cached": True}, model, program_hash)
+    return out
+
+
+def store_verdicts(store, verdicts: list[Verdict], task_id: str, judge: str, version: str,
+                   solution_id: str | None = None, proposal_id: str | None = None) -> None:
+    key_col, key = ("solution_id", solution_id) if solution_id else ("proposal_id", proposal_id)
+    models = {v.model for v in verdicts}
+    for model in models:
+        store.con.execute(
+            f"DELETE FROM verdicts WHERE {key_col} = ? AND judge = ? AND judge_version = ? AND model IS NOT DISTINCT FROM ?",
+            [key, judge, version, model])
+    rows = [[uuid.uuid4().hex, solution_id, proposal_id, task_id, v.item_id, judge, version, v.model, v.prompt_hash,
+             v.verdict, v.strength, v.confidence, v.reason, _json(v.evidence), _json(v.usage) if v.usage else None,
+             _now()] for v in verdicts]
+    if rows:
+        store.con.executemany("INSERT INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
 
 
 def store_judgement(store, judgement: Judgement) -> None:
-    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-    con = store.con
-    con.execute("DELETE FROM verdicts WHERE solution_id = ? AND judge = ? AND judge_version = ?",
-                [judgement.solution_id, judgement.judge, judgement.judge_version])
-    rows = [[uuid.uuid4().hex, judgement.solution_id, None, judgement.task_id, v.item_id, judgement.judge,
-             judgement.judge_version, None, None, v.verdict, v.strength, None, v.reason,
-             _json(v.evidence), None, now] for v in judgement.verdicts]
-    if rows:
-        con.executemany("INSERT INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    store_verdicts(store, judgement.verdicts, judgement.task_id, judgement.judge, judgement.judge_version,
+                   solution_id=judgement.solution_id)
     s = judgement.scores.as_dict() if judgement.scores else {}
-    con.execute(
+    store.con.execute(
         "INSERT OR REPLACE INTO judge_scores VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [judgement.solution_id, judgement.task_id, judgement.judge, judgement.judge_version, judgement.status,
          judgement.detail, s.get("l1"), s.get("l2"), s.get("l3"), s.get("combined"), s.get("dependency_aware"),
-         s.get("coverage"), _json(s.get("flags", [])), now],
+         s.get("coverage"), _json(s.get("flags", [])), _now()],
     )
 
 
-def _json(value) -> str:
-    import json
-
-    return json.dumps(value, default=str)
-
-
-def judge_solution(bench: Benchmark, solution: Solution, judge: str = "static") -> Judgement:
-    return judge_source(bench, solution.task_id, solution.source, str(solution.path), solution.solution_id, judge)
+def judge_solution(bench: Benchmark, solution: Solution, judge: str = "static", context: LLMContext | None = None,
+                   store=None, force: bool = False) -> Judgement:
+    return judge_source(bench, solution.task_id, solution.source, str(solution.path), solution.solution_id,
+                        judge, context, store, force)
 
 
-def gold_rows(bench: Benchmark, judge: str = "static") -> tuple[list[agreement.Row], list[Judgement]]:
+# -- proposals ------------------------------------------------------------------------------------
+@dataclass
+class ProposalJudgement:
+    task_id: str
+    proposal_id: str
+    verdicts: list[Verdict]
+    scores: graph.Scores
+    model: str
+    prompt_hash: str
+
+
+def judge_proposal_text(bench: Benchmark, task_id: str, text: str, context: LLMContext, store=None,
+                        force: bool = False) -> ProposalJudgement:
+    from d2k.judge import llm, proposal_judge
+
+    if not text.strip():
+        raise D2KError("the design is empty")
+    items = bench.items(task_id)
+    if not items:
+        raise D2KError(f"task {task_id} has no design rubric items")
+    proposal_id = sha256(f"{task_id}\n{text}")
+    program, program_hash, _ = context.programs["proposal"]
+    model = context.runner.model
+    cached = {} if force or store is None else cached_verdicts(store, None, proposal_id, "llm", llm.VERSION, model, program_hash)
+    verdicts = proposal_judge.judge_proposal(bench.task(task_id), items, text, context.runner, program, program_hash, cached)
+    return ProposalJudgement(task_id, proposal_id, verdicts, proposal_judge.coverage_scores(items, verdicts), model, program_hash)
+
+
+def store_proposal(store, result: ProposalJudgement, label: str, path: str, text: str) -> None:
+    from d2k.judge import llm
+
+    store.con.execute("INSERT OR REPLACE INTO proposals VALUES (?,?,?,?,?,?)",
+                      [result.proposal_id, result.task_id, label, path, text, _now()])
+    store_verdicts(store, result.verdicts, result.task_id, "llm", llm.VERSION, proposal_id=result.proposal_id)
+    s = result.scores.as_dict()
+    store.con.execute("INSERT OR REPLACE INTO proposal_scores VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                      [result.proposal_id, result.task_id, "llm", llm.VERSION, result.model, result.prompt_hash,
+                       s["l1"], s["l2"], s["l3"], s["combined"], s["coverage"], _now()])
+
+
+# -- gold sets --------------------------------------------------------------------------------------
+def gold_rows(bench: Benchmark, judge: str = "static", context: LLMContext | None = None, store=None,
+              force: bool = False) -> tuple[list[agreement.Row], list[Judgement]]:
     """Judge every gold solution; one row per (solution, item) with gold and predicted verdicts."""
     item_ids = {t: {i.id for i in bench.items(t)} for t in bench.tasks}
     sets = gold_mod.load(bench.root, list(bench.tasks), item_ids)
@@ -81,9 +181,10 @@ def gold_rows(bench: Benchmark, judge: str = "static") -> tuple[list[agreement.R
         for solution in gold_set.solutions:
             path = gold_set.path_of(solution)
             source = path.read_bytes()
-            from d2k.solutions import sha256
-
-            result = judge_source(bench, gold_set.task_id, source, str(path), sha256(source.decode("utf-8", "replace")), judge)
+            result = judge_source(bench, gold_set.task_id, source, str(path), sha256(source.decode("utf-8", "replace")),
+                                  judge, context, store, force)
+            if store is not None and judge != "static":
+                store_judgement(store, result)
             judgements.append(result)
             predicted = {v.item_id: v.verdict for v in result.verdicts}
             for label in solution.labels:
@@ -92,11 +193,35 @@ def gold_rows(bench: Benchmark, judge: str = "static") -> tuple[list[agreement.R
     return rows, judgements
 
 
+def proposal_gold_rows(bench: Benchmark, context: LLMContext, store=None, force: bool = False) -> list[agreement.Row]:
+    """Judge every gold proposal (``judges/gold/<task>/proposals.toml``); rows use implementation labels."""
+    from d2k.judge.proposal_judge import AS_IMPLEMENTATION
+
+    item_ids = {t: {i.id for i in bench.items(t)} for t in bench.tasks}
+    sets = gold_mod.load(bench.root, list(bench.tasks), item_ids, filename="proposals.toml")
+    if not sets:
+        raise D2KError(f"no proposal gold set found (judges/gold/<task>/proposals.toml)")
+    rows = []
+    for gold_set in sets:
+        levels = {i.id: i.level for i in bench.items(gold_set.task_id)}
+        for proposal in gold_set.solutions:
+            path = gold_set.path_of(proposal)
+            text = path.read_text(encoding="utf-8")
+            result = judge_proposal_text(bench, gold_set.task_id, text, context, store, force)
+            if store is not None:
+                store_proposal(store, result, proposal.name, str(path), text)
+            predicted = {v.item_id: AS_IMPLEMENTATION.get(v.verdict, v.verdict) for v in result.verdicts}
+            for label in proposal.labels:
+                rows.append(agreement.Row(gold_set.task_id, proposal.name, label.item, levels[label.item],
+                                          AS_IMPLEMENTATION.get(label.verdict, label.verdict),
+                                          predicted.get(label.item, "undetermined")))
+    return rows
+
+
 def store_metrics(store, judge: str, version: str, gold: str, results: list[dict]) -> None:
-    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
     store.con.execute("DELETE FROM judge_metrics WHERE judge = ? AND judge_version = ? AND gold = ?", [judge, version, gold])
     store.con.executemany(
         "INSERT INTO judge_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [[judge, version, gold, r["scope"], r["key"], r["n"], r["decided"], r["accuracy"], r["precision"],
-          r["recall"], r["f1"], r["kappa"], now] for r in results],
+          r["recall"], r["f1"], r["kappa"], _now()] for r in results],
     )

@@ -20,7 +20,7 @@ from d2k.schema import DesignItem
 
 NAME = "static"
 VERSION = "1"
-VERDICTS = ("implemented", "partial", "missing", "undetermined")
+VERDICTS = ("implemented", "partial", "missing", "undetermined", "judge_error")
 
 
 @dataclass
@@ -31,6 +31,11 @@ class Verdict:
     strength: str = "none"             # strong | weak | none
     reason: str = ""
     evidence: list[dict] = field(default_factory=list)
+    # set by the LLM and hybrid judges
+    confidence: float | None = None
+    usage: dict | None = None
+    model: str | None = None
+    prompt_hash: str | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
