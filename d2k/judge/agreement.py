@@ -3,7 +3,8 @@
 Presence is the positive class (implemented or partial); precision, recall and F1 are computed on
 presence; accuracy and kappa on the three verdicts (implemented / partial / missing). Rows the
 judge left ``undetermined`` are excluded from the scores and counted apart (``n`` all rows,
-``decided`` the rows scored). Kappa is undefined (None) when both sides use a single label.
+``decided`` the rows scored). Kappa is undefined (None) when both sides use a single label, and
+precision, recall and F1 when neither side has a present item.
 """
 
 from __future__ import annotations
@@ -40,9 +41,11 @@ def metrics(rows: list[Row]) -> dict:
     gold = [r.gold for r in decided]
     pred = [r.predicted for r in decided]
     out["accuracy"] = float(accuracy_score(gold, pred))
-    p, r, f, _ = precision_recall_fscore_support([_present(g) for g in gold], [_present(x) for x in pred],
-                                                 average="binary", zero_division=0)
-    out.update(precision=float(p), recall=float(r), f1=float(f))
+    gold_present = [_present(g) for g in gold]
+    pred_present = [_present(x) for x in pred]
+    if any(gold_present) or any(pred_present):  # with no positive on either side, P/R/F1 are undefined
+        p, r, f, _ = precision_recall_fscore_support(gold_present, pred_present, average="binary", zero_division=0)
+        out.update(precision=float(p), recall=float(r), f1=float(f))
     if len(set(gold) | set(pred)) > 1:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -52,6 +52,7 @@ class Kernel:
     loops: list[Loop] = field(default_factory=list)
     numbers: list[tuple[float, int]] = field(default_factory=list)
     source: str = ""
+    code: str = field(default="", repr=False)   # source with comments and strings blanked (for patterns)
     # CUDA-only features: name -> lines
     cuda: dict[str, list[int]] = field(default_factory=dict)
 
@@ -66,6 +67,7 @@ class SolutionFacts:
     launches: list[Call] = field(default_factory=list)    # kernel[grid](...) sites
     lines: int = 0
     text: str = field(default="", repr=False)             # the whole file
+    code: str = field(default="", repr=False)             # the file with comments and strings blanked
 
     @property
     def entry_kernels(self) -> list[Kernel]:
@@ -95,6 +97,21 @@ def _parsers():
 def _text(node, limit: int | None = None) -> str:
     t = node.text.decode("utf-8", "replace")
     return t if limit is None or len(t) <= limit else t[:limit] + "…"
+
+
+def _blank_non_code(source: bytes, root) -> bytes:
+    """``source`` with comments and string literals replaced by spaces (newlines kept)."""
+    out = bytearray(source)
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type in ("comment", "string", "string_literal", "raw_string_literal", "char_literal"):
+            for i in range(n.start_byte, n.end_byte):
+                if out[i] not in (10, 13):
+                    out[i] = 32
+            continue
+        stack.extend(n.children)
+    return bytes(out)
 
 
 def _same(a, b) -> bool:
@@ -185,6 +202,8 @@ def _python_facts(source: bytes, path: str) -> SolutionFacts:
         facts.status, facts.detail = "unparseable", f"Python syntax error near line {bad}"
         return facts
     host = Kernel(name="<host>", language="host", line=1, end_line=facts.lines)
+    code = _blank_non_code(source, root)
+    facts.code = code.decode("utf-8", "replace")
     kernel_ranges = []
     for node in _iter_definitions(root):
         decorators = [d for d in node.children if d.type == "decorator"]
@@ -195,7 +214,7 @@ def _python_facts(source: bytes, path: str) -> SolutionFacts:
             continue
         name = _text(fn.child_by_field_name("name"))
         kernel = Kernel(name=name, language="triton", line=fn.start_point[0] + 1, end_line=fn.end_point[0] + 1,
-                        source=_text(node))
+                        source=_text(node), code=code[node.start_byte:node.end_byte].decode("utf-8", "replace"))
         kernel.params, kernel.constexprs = _py_params(fn)
         for d in decorators:
             for call_node in _descendants(d, "call"):
@@ -306,7 +325,7 @@ def _cuda_into(facts: SolutionFacts, raw: bytes, line_offset: int, embedded: boo
         name = _text(name_node) if name_node is not None else "<cuda kernel>"
         start = fn.start_point[0] + 1 + line_offset
         kernel = Kernel(name=name, language="cuda", line=start, end_line=fn.end_point[0] + 1 + line_offset,
-                        source=_text(fn))
+                        source=_text(fn), code=_blank_non_code(text, fn)[fn.start_byte:fn.end_byte].decode("utf-8", "replace"))
         params = fn.child_by_field_name("declarator")
         if params is not None:
             for p in _descendants(params, "parameter_declaration"):
@@ -374,6 +393,7 @@ def extract(source: bytes | str, path: str = "<solution>") -> SolutionFacts:
         return SolutionFacts(path, "not_text", f"not UTF-8 text (byte {exc.start})")
     if path.endswith((".cu", ".cuh")):
         facts = SolutionFacts(path=path, status="ok", lines=source.count(b"\n") + 1, text=source.decode())
+        facts.code = _blank_non_code(source, _parsers()[1].parse(source).root_node).decode("utf-8", "replace")
         _cuda_into(facts, source, 0, embedded=False)
         if not facts.kernels:
             facts.status, facts.detail = "no_kernel", "no __global__ function found"

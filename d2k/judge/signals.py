@@ -10,7 +10,7 @@ A rubric item lists ``signals`` (all must hold for *implemented*) and optionally
 | `keyword` | `name`, `value`?, `where`? (config/launch/call/any) | a keyword argument `name` (e.g. `num_warps`, `num_stages`, `warp_specialize`) is given in a `triton.Config`, a kernel launch or a call, optionally with a value |
 | `autotune` | `key_contains`? (list), `min_configs`? | a kernel is decorated with `triton.autotune`, its `key=` names those, it lists enough configs |
 | `constexpr` | `pattern` (regex) | a kernel has a `tl.constexpr` parameter whose name matches |
-| `pattern` | `regex`, `scope`? (kernel/file) | the regular expression matches a kernel's source (or the whole file) |
+| `pattern` | `regex`, `scope`? (kernel/file) | the regular expression matches a kernel's code (or the whole file's), comments and strings excluded |
 | `constant` | `value`, `rel_tol`?, `scope`? (kernel/host/any) | a numeric literal equal to `value` (e.g. 1.44269504) appears in a kernel (or host code) |
 | `kernels` | `min`?, `max`? | the number of entry kernels (device helpers excluded) is within bounds |
 | `loop` | `contains_call`?, `header_contains`? | a loop in a kernel contains a call to that name / has that text in its header |
@@ -203,14 +203,14 @@ def evaluate(signal: dict, facts: SolutionFacts) -> Result:
     if kind == "pattern":
         regex = re.compile(signal["regex"], re.MULTILINE)
         if signal.get("scope", "kernel") == "file":
-            for m in regex.finditer(facts.text):
-                line = facts.text.count("\n", 0, m.start()) + 1
+            for m in regex.finditer(facts.code):  # comments and strings are not evidence
+                line = facts.code.count("\n", 0, m.start()) + 1
                 ev.append(Evidence("<file>", line, facts.text.splitlines()[line - 1].strip()[:160]))
                 if len(ev) >= 5:
                     break
         else:
             for k in facts.kernels:
-                for m in regex.finditer(k.source):
+                for m in regex.finditer(k.code or k.source):
                     line = _source_line(k, m.start())
                     ev.append(Evidence(k.name, line, _line_snippet(k, line, m.group(0))))
                     if len(ev) >= 5:

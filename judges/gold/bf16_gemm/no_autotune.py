@@ -1,0 +1,280 @@
+"""Expert bf16 GEMM for a dense linear layer, C = A @ B^T, with autotuning ablated.
+
+Gold-set ablation `no_autotune`: identical to tasks/bf16_gemm/expert.py except that each of the
+two kernels is launched with one fixed, hand-picked config for every shape and device (no
+autotuner, no config lists, no config pruning). The expert's warp-specialized candidate existed
+only as one autotuned alternative, so it goes too; the fixed large-M config is the expert's
+first config (128x256x64, 8 warps, 3 stages, GROUP_SIZE_M 8, C stored in two halves).
+
+    C[m, n] = sum_k A[m, k] * B[n, k]     A: [M, K], B: [N, K], C: [M, N], one dtype (bf16)
+
+Products are accumulated in fp32 and rounded to C's dtype once, at the end of each tile.
+
+Two kernels, chosen by M:
+
+* M > SKINNY_M_MAX (prefill / training shapes, compute-bound): a persistent kernel. NUM_SMS
+  programs walk the output tiles with a stride of NUM_SMS in a grouped (GROUP_SIZE_M) order so
+  that the tiles in flight share A row-panels and B column-panels in L2. The tile loop is a
+  flattened `tl.range`, so the software pipeliner overlaps the next tile's loads with the
+  current tile's epilogue. On sm_90+ the tiles move through device-side TMA tensor descriptors
+  (out-of-bounds reads are zero-filled, stores are clipped) feeding wgmma with 128x256x64 /
+  8-warp tiles and 3 stages; the C tile is stored in two halves to free shared memory for the
+  pipeline. Elsewhere (older GPUs, unaligned strides) the same loop uses masked pointer loads.
+
+* M <= SKINNY_M_MAX (decode, bandwidth-bound: the kernel streams B once): split-K with small
+  BM. The grid is (N tiles) x SPLIT_K x (M tiles), so a few hundred CTAs stream disjoint
+  slices of B. Each CTA writes its fp32 partial tile to a workspace and bumps a per-tile
+  arrival counter; the last CTA to arrive sums the SPLIT_K partials in a fixed order
+  (deterministic), writes C and resets the counter to zero for the next call. One launch.
+
+Each kernel has one fixed config, used for every (M, N, K) and also under TRITON_INTERPRET=1;
+dtypes come from the pointers, so the CPU smoke run works in float16.
+"""
+import torch
+import triton
+import triton.language as tl
+
+SKINNY_M_MAX = 64
+
+
+# --------------------------------------------------------------------------------------------
+# Large-M path: persistent, grouped raster, TMA descriptors on sm_90+
+# --------------------------------------------------------------------------------------------
+@triton.jit
+def _grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
+    # Tiles are numbered group by group; a group is GROUP_SIZE_M M-tiles wide and spans every
+    # N-tile. Inside a group we walk down M first, so neighbouring tile ids share a B panel and
+    # a group's worth of A panels stays hot in L2.
+    tiles_per_group = GROUP_SIZE_M * num_pid_n
+    group = tile_id // tiles_per_group
+    m_base = group * GROUP_SIZE_M
+    m_span = tl.minimum(num_pid_m - m_base, GROUP_SIZE_M)  # the last group may be short
+    local = tile_id % tiles_per_group
+    return m_base + local % m_span, local // m_span
+
+
+@triton.jit
+def _gemm_persistent_kernel(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_bn, stride_cm,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr,
+    EPI_HALVES: tl.constexpr,     # store the C tile as two BN/2 halves (TMA path)
+    NUM_SMS: tl.constexpr,
+    USE_TMA: tl.constexpr,
+):
+    out_ty = c_ptr.dtype.element_ty
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    num_tiles = num_pid_m * num_pid_n
+    k_steps = tl.cdiv(K, BK)
+
+    if USE_TMA:
+        a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
+                                           block_shape=[BM, BK])
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[stride_bn, 1],
+                                           block_shape=[BN, BK])
+        if EPI_HALVES:
+            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                               block_shape=[BM, BN // 2])
+        else:
+            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                               block_shape=[BM, BN])
+    else:
+        rk = tl.arange(0, BK)
+
+    # The epilogue recomputes its tile coordinates from its own counter instead of reusing the
+    # main loop's, so that after flattening the pipeliner does not have to keep one value alive
+    # from the prologue of tile t+1 to the epilogue of tile t.
+    epi_tile = pid - NUM_SMS
+    for tile in tl.range(pid, num_tiles, NUM_SMS, flatten=True):
+        pid_m, pid_n = _grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        off_m = pid_m * BM
+        off_n = pid_n * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        if USE_TMA:
+            for ks in range(k_steps):
+                a = a_desc.load([off_m, ks * BK])
+                b = b_desc.load([off_n, ks * BK])
+                acc = tl.dot(a, b.T, acc)
+        else:
+            # Clamp out-of-range rows to row 0 (their results are masked at the store), so the
+            # loads only need a K mask.
+            rm = off_m + tl.arange(0, BM)
+            rn = off_n + tl.arange(0, BN)
+            rm = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BM), BM)
+            rn = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BN), BN)
+            for ks in range(k_steps):
+                kk = ks * BK + rk
+                a = tl.load(a_ptr + rm[:, None] * stride_am + kk[None, :],
+                            mask=kk[None, :] < K, other=0.0)
+                b = tl.load(b_ptr + rn[:, None] * stride_bn + kk[None, :],
+                            mask=kk[None, :] < K, other=0.0)
+                acc = tl.dot(a, b.T, acc)
+
+        epi_tile += NUM_SMS
+        cm, cn = _grouped_tile(epi_tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        if USE_TMA:
+            if EPI_HALVES:
+                halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
+                left, right = tl.split(halves)
+                c_desc.store([cm * BM, cn * BN], left.to(out_ty))
+                c_desc.store([cm * BM, cn * BN + BN // 2], right.to(out_ty))
+            else:
+                c_desc.store([cm * BM, cn * BN], acc.to(out_ty))
+        else:
+            om = cm * BM + tl.arange(0, BM)
+            on = cn * BN + tl.arange(0, BN)
+            tl.store(c_ptr + om[:, None] * stride_cm + on[None, :], acc.to(out_ty),
+                     mask=(om[:, None] < M) & (on[None, :] < N))
+
+
+# The one large-M config (tile, group size, C-store halves; warps and stages at the launch).
+_P_BM, _P_BN, _P_BK, _P_GROUP_M, _P_HALVES = 128, 256, 64, 8, True
+_P_WARPS, _P_STAGES = 8, 3
+
+
+# --------------------------------------------------------------------------------------------
+# Small-M path: split-K with a last-arriver reduction
+# --------------------------------------------------------------------------------------------
+@triton.jit
+def _gemm_splitk_kernel(
+    a_ptr, b_ptr, c_ptr, ws_ptr, count_ptr,
+    M, N, K,
+    stride_am, stride_bn, stride_cm,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+):
+    out_ty = c_ptr.dtype.element_ty
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    num_pid_n = tl.cdiv(N, BN)
+
+    # This CTA's share of the K steps: a contiguous run [ks0, ks1) (possibly empty).
+    k_steps = tl.cdiv(K, BK)
+    per_split = tl.cdiv(k_steps, SPLIT_K)
+    ks0 = pid_k * per_split
+    ks1 = tl.minimum(ks0 + per_split, k_steps)
+
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    rm_c = tl.where(rm < M, rm, 0)
+    rn_c = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BN), BN)
+    a_ptrs = a_ptr + rm_c[:, None] * stride_am + (ks0 * BK + rk)[None, :]
+    b_ptrs = b_ptr + rn_c[:, None] * stride_bn + (ks0 * BK + rk)[None, :]
+
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ks in range(ks0, ks1):
+        kmask = (ks * BK + rk)[None, :] < K
+        a = tl.load(a_ptrs, mask=kmask, other=0.0)
+        b = tl.load(b_ptrs, mask=kmask, other=0.0, eviction_policy="evict_first")  # streamed once
+        acc = tl.dot(a, b.T, acc)
+        a_ptrs += BK
+        b_ptrs += BK
+
+    # Workspace layout [tiles, SPLIT_K, BM, BN] fp32: each partial is one contiguous block.
+    tile = pid_m * num_pid_n + pid_n
+    tile_ws = ws_ptr + tile.to(tl.int64) * (SPLIT_K * BM * BN)
+    blk = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(tile_ws + pid_k * (BM * BN) + blk, acc)
+
+    # Publish the partial: every thread's store is ordered before the barrier, and the
+    # acq_rel atomic releases them at GPU scope (and acquires the other CTAs' partials).
+    tl.debug_barrier()
+    arrived = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel", scope="gpu")
+    if arrived == SPLIT_K - 1:
+        total = tl.zeros((BM, BN), dtype=tl.float32)
+        for s in tl.static_range(SPLIT_K):  # fixed order: bitwise reproducible
+            total += tl.load(tile_ws + s * (BM * BN) + blk, cache_modifier=".cg")
+        tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], total.to(out_ty),
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+        tl.atomic_xchg(count_ptr + tile, 0, sem="relaxed", scope="gpu")  # ready for next call
+
+
+# The one small-M config: BM 16, a 64-wide N tile, 128-deep K steps split 4 ways.
+_SK_BM, _SK_BN, _SK_BK, _SK_SPLIT = 16, 64, 128, 4
+_SK_WARPS, _SK_STAGES = 4, 4
+
+
+# --------------------------------------------------------------------------------------------
+# Host side
+# --------------------------------------------------------------------------------------------
+_NUM_SMS = {}
+_COUNTERS = {}
+
+
+def _num_sms(device):
+    if device.type != "cuda":
+        return 4  # interpreter: a few "SMs" so that each program loops over several tiles
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if idx not in _NUM_SMS:
+        _NUM_SMS[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
+    return _NUM_SMS[idx]
+
+
+def _counters(device, n):
+    # Zero-initialised once; the kernel leaves every counter it touched back at zero.
+    buf = _COUNTERS.get(device)
+    if buf is None or buf.numel() < n:
+        buf = torch.zeros(max(n, 4096), dtype=torch.int32, device=device)
+        _COUNTERS[device] = buf
+    return buf
+
+
+def _set_allocator(device):
+    # Device-side tensor descriptors need a small global scratch buffer per launch.
+    def alloc(size, alignment, stream):
+        return torch.empty(size, dtype=torch.int8, device=device)
+
+    triton.set_allocator(alloc)
+
+
+def _tma_ok(A, B, C):
+    if A.device.type == "cuda" and torch.cuda.get_device_capability(A.device)[0] < 9:
+        return False
+    # TMA needs 16-byte aligned base addresses and row strides.
+    es = A.element_size()
+    return all(t.data_ptr() % 16 == 0 for t in (A, B, C)) and (A.shape[1] * es) % 16 == 0 \
+        and (C.shape[1] * es) % 16 == 0
+
+
+def run(A, B):
+    assert A.dim() == 2 and B.dim() == 2 and A.shape[1] == B.shape[1]
+    assert A.dtype == B.dtype
+    A = A.contiguous()
+    B = B.contiguous()
+    M, K = A.shape
+    N = B.shape[0]
+    C = torch.empty((M, N), dtype=A.dtype, device=A.device)
+    if M == 0 or N == 0:
+        return C
+    if K == 0:
+        return C.zero_()
+
+    if M <= SKINNY_M_MAX:
+        # Workspace: one fp32 partial tile per (output tile, split); one counter per tile.
+        tiles_m, tiles_n = triton.cdiv(M, _SK_BM), triton.cdiv(N, _SK_BN)
+        ws = torch.empty(tiles_m * tiles_n * _SK_SPLIT * _SK_BM * _SK_BN,
+                         dtype=torch.float32, device=A.device)
+        counters = _counters(A.device, tiles_m * tiles_n)
+        grid = (tiles_n, _SK_SPLIT, tiles_m)
+        _gemm_splitk_kernel[grid](A, B, C, ws, counters, M, N, K,
+                                  A.stride(0), B.stride(0), C.stride(0),
+                                  BM=_SK_BM, BN=_SK_BN, BK=_SK_BK, SPLIT_K=_SK_SPLIT,
+                                  num_warps=_SK_WARPS, num_stages=_SK_STAGES)
+        return C
+
+    use_tma = _tma_ok(A, B, C)
+    if use_tma:
+        _set_allocator(A.device)
+    num_sms = _num_sms(A.device)
+    grid = (min(num_sms, triton.cdiv(M, _P_BM) * triton.cdiv(N, _P_BN)),)
+    _gemm_persistent_kernel[grid](A, B, C, M, N, K, A.stride(0), B.stride(0), C.stride(0),
+                                  BM=_P_BM, BN=_P_BN, BK=_P_BK, GROUP_SIZE_M=_P_GROUP_M,
+                                  EPI_HALVES=_P_HALVES, NUM_SMS=num_sms, USE_TMA=use_tma,
+                                  num_warps=_P_WARPS, num_stages=_P_STAGES)
+    return C

@@ -1,0 +1,148 @@
+"""RMSNorm forward (HF-Llama casting): the expert Triton implementation, warp scaling and
+vectorization hints ablated.
+
+Gold-set ablation `fixed_warps`: identical to tasks/rmsnorm/expert.py except that every launch
+uses num_warps=4 whatever the tile size, and the column offsets are a plain tl.arange with no
+contiguity/alignment hints (nothing asserts 16-byte alignment to the compiler).
+
+Computes, for x: [T, H], w: [H] (one dtype, e.g. bfloat16) and a float eps:
+
+    rstd[t] = rsqrt( sum_h(float(x[t, h])^2) / H + eps )
+    y[t, h] = float( to_dtype( float(x[t, h]) * rstd[t] ) ) * float(w[h])  -> rounded to dtype
+
+Design (a memory-bound op: the goal is one HBM read of x and one write of y):
+  * one pass: each program loads its row(s) once, upcasts to fp32 in registers, reduces
+    sum(x*x) in fp32, then scales from the same registers (no second read of x);
+  * multiplies by rsqrt(mean + eps) instead of dividing by sqrt;
+  * wide rows (next_pow2(H) >= 2048): one program per row, BLOCK = next_pow2(H), masked;
+  * narrow rows: a [ROWS, BLOCK] 2-D tile per program, reduced along axis 1, so each program
+    still moves ~4 KB of x (with many programs per SM, enough bytes in flight) and w is
+    loaded once per ROWS rows;
+  * every launch uses 4 warps; column offsets are a plain tl.arange(0, BLOCK);
+  * on sm_90+ the kernel is launched with programmatic dependent launch (griddepcontrol.wait
+    before the first load of x, griddepcontrol.launch_dependents once the loads are issued),
+    so its launch overlaps the previous kernel's tail and the next one's overlaps its own.
+Dtypes come from the pointers, so the same code runs bf16 on the GPU and fp16 under
+TRITON_INTERPRET=1.
+"""
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+@triton.jit
+def _rmsnorm_fwd_kernel(
+    X, W, Y,
+    stride_x, stride_y,
+    n_rows, n_cols,
+    eps,
+    BLOCK: tl.constexpr,        # next_pow2(n_cols)
+    ROWS: tl.constexpr,         # rows per program (1 for wide rows)
+    WIDE_INDEX: tl.constexpr,   # 64-bit row offsets (only for tensors of >= 2^31 elements)
+    USE_PDL: tl.constexpr,      # launched with programmatic dependent launch (sm_90+)
+):
+    dtype = Y.dtype.element_ty
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    col_mask = cols < n_cols
+
+    if USE_PDL:
+        # Wait for the producer of x (the previous kernel) before the first dependent load.
+        tl.extra.cuda.gdc_wait()
+
+    if ROWS == 1:
+        # One program per row: the whole row and w sit in registers.
+        row = pid
+        if WIDE_INDEX:
+            row = row.to(tl.int64)
+        x = tl.load(X + row * stride_x + cols, mask=col_mask, other=0.0,
+                    eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(W + cols, mask=col_mask, other=0.0, eviction_policy="evict_last")
+        if USE_PDL:
+            tl.extra.cuda.gdc_launch_dependents()
+        mean_sq = tl.sum(x * x, axis=0) / n_cols
+        rstd = tl.math.rsqrt(mean_sq + eps)
+        y = (x * rstd).to(dtype).to(tl.float32) * w.to(tl.float32)
+        tl.store(Y + row * stride_y + cols, y.to(dtype), mask=col_mask)
+    else:
+        # Several short rows per program as one [ROWS, BLOCK] tile.
+        rows = pid * ROWS + tl.arange(0, ROWS)
+        if WIDE_INDEX:
+            rows = rows.to(tl.int64)
+        row_mask = rows < n_rows
+        mask = row_mask[:, None] & col_mask[None, :]
+        x = tl.load(X + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
+                    eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(W + cols, mask=col_mask, other=0.0, eviction_policy="evict_last")
+        if USE_PDL:
+            tl.extra.cuda.gdc_launch_dependents()
+        mean_sq = tl.sum(x * x, axis=1) / n_cols
+        rstd = tl.math.rsqrt(mean_sq + eps)
+        y = (x * rstd[:, None]).to(dtype).to(tl.float32) * w.to(tl.float32)[None, :]
+        tl.store(Y + rows[:, None] * stride_y + cols[None, :], y.to(dtype), mask=mask)
+
+
+# Elements of x per program for narrow rows (4 KB of bf16).
+_TILE_ELEMS = 2048
+
+_pdl_cache = {}     # device index -> launch with PDL (sm_90+ and the launch works)
+
+
+def _config(n_rows, n_cols):
+    """(BLOCK, ROWS) for a [n_rows, n_cols] input."""
+    block = triton.next_power_of_2(n_cols)
+    if block >= 2048:
+        rows = 1
+    else:
+        rows = max(1, min(_TILE_ELEMS // block, triton.next_power_of_2(n_rows)))
+    return block, rows
+
+
+def launch(x2, w, eps, y2, block, rows, use_pdl):
+    n_rows, n_cols = x2.shape
+    grid = (triton.cdiv(n_rows, rows),)
+    wide = max(x2.numel(), y2.numel(), n_rows * max(x2.stride(0), y2.stride(0))) >= 2**31
+    if use_pdl:
+        _rmsnorm_fwd_kernel[grid](x2, w, y2, x2.stride(0), y2.stride(0), n_rows, n_cols, eps,
+                                  BLOCK=block, ROWS=rows, WIDE_INDEX=wide, USE_PDL=True,
+                                  num_warps=4, launch_pdl=True)
+    else:
+        _rmsnorm_fwd_kernel[grid](x2, w, y2, x2.stride(0), y2.stride(0), n_rows, n_cols, eps,
+                                  BLOCK=block, ROWS=rows, WIDE_INDEX=wide, USE_PDL=False,
+                                  num_warps=4)
+
+
+def run(x, w, eps):
+    H = x.shape[-1]
+    x2 = x if x.dim() == 2 else x.reshape(-1, H)
+    if x2.stride(-1) != 1:
+        x2 = x2.contiguous()
+    if not w.is_contiguous():
+        w = w.contiguous()
+    n_rows = x2.shape[0]
+    y2 = torch.empty((n_rows, H), dtype=x.dtype, device=x.device)
+    if n_rows == 0:
+        return y2.view(x.shape)
+    block, rows = _config(n_rows, H)
+    eps = float(eps)
+    if _INTERPRET or not x2.is_cuda:
+        launch(x2, w, eps, y2, block, rows, False)
+        return y2.view(x.shape)
+    dev = x2.device.index
+    pdl = _pdl_cache.get(dev)
+    if pdl is None:     # first call on this device: PDL needs sm_90+ and a Triton that has it
+        pdl = torch.cuda.get_device_capability(x2.device)[0] >= 9
+        if pdl:
+            try:
+                launch(x2, w, eps, y2, block, rows, True)
+                _pdl_cache[dev] = True
+                return y2.view(x.shape)
+            except Exception:
+                pdl = False
+        _pdl_cache[dev] = pdl
+    launch(x2, w, eps, y2, block, rows, pdl)
+    return y2.view(x.shape)
