@@ -201,3 +201,47 @@ def test_cli_without_a_model_is_a_clear_error(tmp_path):
     assert out.returncode == 2 and "no judge model configured" in out.stderr and "Traceback" not in out.stderr
     out = d2k("judge", "proposal", "--task", "rmsnorm")
     assert out.returncode == 2 and "usage: d2k judge proposal DESIGN.md --task TASK" in out.stderr
+
+
+def test_judge_eval_llm_and_proposals_against_the_fake_endpoint():
+    calls = {"n": 0}
+
+    def responder(body, n):
+        calls["n"] += 1
+        return jr.default(body, n)
+
+    with FakeOpenAI(responder) as server:
+        env = {"D2K_JUDGE_MODEL": "fake", "D2K_JUDGE_API_BASE": server.base_url}
+        out = d2k("judge-eval", "--judge", "hybrid", "--scope", "level", env=env)
+        assert out.returncode == 0, out.stderr
+        assert "judge hybrid v1 against" in out.stdout
+        hybrid_calls = len(server.requests)
+        out = d2k("judge-eval", "--gold", "proposals", "--scope", "level", env=env)
+        assert out.returncode == 0, out.stderr
+        proposal_calls = len(server.requests) - hybrid_calls
+    bench = Benchmark.load()
+    from d2k.judge import gold
+
+    n_proposals = sum(len(s.solutions) * len(bench.items(s.task_id))
+                      for s in gold.load(bench.root, list(bench.tasks), filename="proposals.toml"))
+    assert proposal_calls == n_proposals  # one call per (proposal, item)
+    assert 0 < hybrid_calls
+    stored = d2k("sql", "SELECT judge, gold, count(*) AS n FROM judge_metrics GROUP BY ALL ORDER BY judge, gold", "--format", "json")
+    got = {(r["judge"], r["gold"]) for r in json.loads(stored.stdout)}
+    assert got == {("hybrid", "implementation"), ("llm", "proposals")}
+
+
+def test_optimize_compiles_saves_and_loads_the_program(tmp_path):
+    from d2k.judge.optimize import optimize
+
+    bench = Benchmark.load()
+    lm = dspy.utils.DummyLM([{"verdict": "implemented", "cited_lines": "[1]", "rationale": "r", "confidence": "0.9"}] * 2000)
+    runner = llm.Runner(fast_settings(), lm=lm)
+    record = optimize(bench, runner, "implementation", "labeled", out_dir=tmp_path, max_demos=2)
+    assert record["train_examples"] > 0 and record["dev_examples"] > 0
+    assert 0.0 <= record["dev_accuracy_before"] <= 1.0 and 0.0 <= record["dev_accuracy_after"] <= 1.0
+    saved = tmp_path / "implementation_judge.json"
+    assert saved.is_file() and json.loads((tmp_path / "optimization.json").read_text())[-1]["target"] == "implementation"
+    program, source = llm.load_program("implementation", tmp_path)
+    assert source == str(saved)
+    assert llm.prompt_hash(program) == record["prompt_hash"] != llm.prompt_hash(llm.ImplementationJudge())
