@@ -229,6 +229,7 @@ class DesignItem(Strict):
     signal_hint: str = ""
     signals: list[dict[str, Any]] = Field(default_factory=list)   # all hold -> implemented
     partial: list[dict[str, Any]] = Field(default_factory=list)   # any holds -> at least partial
+    no_static_evidence: str = ""   # why no signal can decide this item (then signals stay empty)
 
     @model_validator(mode="after")
     def _level_matches_id(self):

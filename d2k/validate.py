@@ -120,6 +120,11 @@ def check_rubric(task_id: str, rubric: Rubric) -> list[Problem]:
                 problems.append(Problem(rel, f"items.{item.id}.depends_on", f"unknown item {dep!r} (cross-task links go in `related`)"))
             else:
                 graph.add_edge(dep, item.id)
+        if not item.signals and not item.partial and not item.no_static_evidence.strip():
+            problems.append(Problem(rel, f"items.{item.id}.signals",
+                                    "no signals: give the static evidence, or say why there is none in `no_static_evidence`"))
+        if (item.signals or item.partial) and item.no_static_evidence.strip():
+            problems.append(Problem(rel, f"items.{item.id}.no_static_evidence", "set, but the item also has signals"))
         for group in ("signals", "partial"):
             for i, signal in enumerate(getattr(item, group)):
                 for message in signal_check(signal, f"items.{item.id}.{group}.{i}"):

@@ -51,10 +51,23 @@ class Kernel:
     calls: list[Call] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)
     numbers: list[tuple[float, int]] = field(default_factory=list)
+    assigns: dict[str, str] = field(default_factory=dict)   # var -> first name of its (last) value
     source: str = ""
     code: str = field(default="", repr=False)   # source with comments and strings blanked (for patterns)
     # CUDA-only features: name -> lines
     cuda: dict[str, list[int]] = field(default_factory=dict)
+
+
+def pointer_base(kernel: "Kernel", expr: str) -> str:
+    """The kernel parameter a pointer expression derives from, following simple assignments
+    (``x_ptrs = X + offs`` then ``tl.load(x_ptrs)`` → ``X``); the first name when none is found."""
+    m = re.match(r"\s*\(?\s*([A-Za-z_]\w*)", expr)
+    name = m.group(1) if m else ""
+    seen = set()
+    while name and name not in kernel.params and name in kernel.assigns and name not in seen:
+        seen.add(name)
+        name = kernel.assigns[name]
+    return name
 
 
 @dataclass
@@ -159,6 +172,12 @@ def _walk_py(node, kernel: Kernel, depth: int, loop_stack: list[Loop]):
         value = _number(_text(node))
         if value is not None:
             kernel.numbers.append((value, node.start_point[0] + 1))
+    elif t in ("assignment", "augmented_assignment"):
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if left is not None and right is not None and left.type == "identifier":
+            m = re.match(r"\s*\(?\s*([A-Za-z_]\w*)", _text(right, 200))
+            if m and m.group(1) != _text(left):
+                kernel.assigns[_text(left)] = m.group(1)
     if t in ("for_statement", "while_statement"):
         body = node.child_by_field_name("body")
         header_end = body.start_byte if body is not None else node.end_byte

@@ -6,7 +6,7 @@ A rubric item lists ``signals`` (all must hold for *implemented*) and optionally
 
 | kind | fields | holds when |
 |---|---|---|
-| `call` | `name`, `in_loop`?, `keyword`?, `arg_contains`?, `scope`? (kernel/host/any), `min_count`? | a call to `name` (exact dotted name, or its last parts: `rsqrt` matches `tl.math.rsqrt`) exists, optionally inside a loop, with a keyword, with an argument containing a text, at least `min_count` times |
+| `call` | `name`, `in_loop`?, `keyword`?, `arg_contains`?, `pointer`?, `scope`? (kernel/host/any), `min_count`? | a call to `name` (exact dotted name, or its last parts: `rsqrt` matches `tl.math.rsqrt`) exists, optionally inside a loop, with a keyword, with an argument containing a text, with a first argument derived from a kernel parameter matching the `pointer` regex (through simple assignments), at least `min_count` times |
 | `keyword` | `name`, `value`?, `where`? (config/launch/call/any) | a keyword argument `name` (e.g. `num_warps`, `num_stages`, `warp_specialize`) is given in a `triton.Config`, a kernel launch or a call, optionally with a value |
 | `autotune` | `key_contains`? (list), `min_configs`? | a kernel is decorated with `triton.autotune`, its `key=` names those, it lists enough configs |
 | `constexpr` | `pattern` (regex) | a kernel has a `tl.constexpr` parameter whose name matches |
@@ -30,10 +30,10 @@ import math
 import re
 from dataclasses import dataclass
 
-from d2k.judge.facts import Call, Kernel, SolutionFacts
+from d2k.judge.facts import Call, Kernel, SolutionFacts, pointer_base
 
 KINDS = {
-    "call": ({"name"}, {"in_loop", "keyword", "arg_contains", "scope", "min_count"}),
+    "call": ({"name"}, {"in_loop", "keyword", "arg_contains", "pointer", "scope", "min_count"}),
     "keyword": ({"name"}, {"value", "where"}),
     "autotune": (set(), {"key_contains", "min_configs"}),
     "constexpr": ({"pattern"}, set()),
@@ -142,6 +142,8 @@ def evaluate(signal: dict, facts: SolutionFacts) -> Result:
                     continue
                 if "arg_contains" in signal and not any(signal["arg_contains"] in a for a in [*c.args, *c.keywords.values()]):
                     continue
+                if "pointer" in signal and not (c.args and re.search(signal["pointer"], pointer_base(k, c.args[0]))):
+                    continue
                 ev.append(Evidence(k.name, c.line, c.text))
         return Result(len(ev) >= int(signal.get("min_count", 1)), ev)
     if kind == "keyword":
@@ -239,10 +241,10 @@ def evaluate(signal: dict, facts: SolutionFacts) -> Result:
         return Result(bool(ev), ev)
     if kind == "store_to_input":
         for k in facts.kernels:
-            loaded = {_pointer_base(c) for c in k.calls if _name_matches("load", c.name) and c.args}
+            loaded = {pointer_base(k, c.args[0]) for c in k.calls if _name_matches("load", c.name) and c.args}
             for c in k.calls:
                 if _name_matches("store", c.name) and c.args:
-                    base = _pointer_base(c)
+                    base = pointer_base(k, c.args[0])
                     if base in loaded and base in k.params and signal.get("param", base) == base:
                         ev.append(Evidence(k.name, c.line, c.text))
         return Result(bool(ev), ev)
@@ -269,11 +271,6 @@ def evaluate(signal: dict, facts: SolutionFacts) -> Result:
         inner = evaluate(signal["signal"], facts)
         return Result(not inner.holds, [], weak=True)
     raise ValueError(f"unknown signal kind {kind!r}")
-
-
-def _pointer_base(call: Call) -> str:
-    m = re.match(r"\s*\(?\s*([A-Za-z_]\w*)", call.args[0])
-    return m.group(1) if m else ""
 
 
 def _source_line(kernel: Kernel, offset: int) -> int:
