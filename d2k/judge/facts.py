@@ -107,24 +107,49 @@ def _parsers():
     return Parser(Language(tree_sitter_python.language())), Parser(Language(tree_sitter_cuda.language()))
 
 
+@lru_cache(maxsize=None)
+def _python_query():
+    """One C-side pass collects what the Python walk would otherwise look for node by node."""
+    import tree_sitter_python
+    from tree_sitter import Language, Query
+
+    return Query(Language(tree_sitter_python.language()),
+                 "(comment) @blank (string) @blank (decorated_definition) @definition")
+
+
+def _captures(query, node) -> dict:
+    from tree_sitter import QueryCursor
+
+    return QueryCursor(query).captures(node)
+
+
 def _text(node, limit: int | None = None) -> str:
     t = node.text.decode("utf-8", "replace")
     return t if limit is None or len(t) <= limit else t[:limit] + "…"
 
 
+_NOT_NEWLINE = re.compile(rb"[^\n\r]")
+
+
+def _blank_ranges(source: bytes, nodes) -> bytes:
+    """``source`` with the given nodes' text replaced by spaces (newlines kept)."""
+    out = bytearray(source)
+    for n in nodes:
+        out[n.start_byte:n.end_byte] = _NOT_NEWLINE.sub(b" ", source[n.start_byte:n.end_byte])
+    return bytes(out)
+
+
 def _blank_non_code(source: bytes, root) -> bytes:
     """``source`` with comments and string literals replaced by spaces (newlines kept)."""
-    out = bytearray(source)
-    stack = [root]
+    kinds = ("comment", "string", "string_literal", "raw_string_literal", "char_literal")
+    nodes, stack = [], [root]
     while stack:
         n = stack.pop()
-        if n.type in ("comment", "string", "string_literal", "raw_string_literal", "char_literal"):
-            for i in range(n.start_byte, n.end_byte):
-                if out[i] not in (10, 13):
-                    out[i] = 32
+        if n.type in kinds:
+            nodes.append(n)
             continue
         stack.extend(n.children)
-    return bytes(out)
+    return _blank_ranges(source, nodes)
 
 
 def _same(a, b) -> bool:
@@ -221,10 +246,12 @@ def _python_facts(source: bytes, path: str) -> SolutionFacts:
         facts.status, facts.detail = "unparseable", f"Python syntax error near line {bad}"
         return facts
     host = Kernel(name="<host>", language="host", line=1, end_line=facts.lines)
-    code = _blank_non_code(source, root)
+    found = _captures(_python_query(), root)
+    blanks = found.get("blank", [])
+    code = _blank_ranges(source, blanks)
     facts.code = code.decode("utf-8", "replace")
     kernel_ranges = []
-    for node in _iter_definitions(root):
+    for node in sorted(found.get("definition", []), key=lambda n: n.start_byte):
         decorators = [d for d in node.children if d.type == "decorator"]
         fn = node.child_by_field_name("definition")
         if fn is None or fn.type != "function_definition":
@@ -253,9 +280,8 @@ def _python_facts(source: bytes, path: str) -> SolutionFacts:
         if "[" in call.name and base.split(".")[-1] in kernel_names:
             facts.launches.append(call)
     # CUDA in Python strings
-    for string_node in _descendants(root, "string"):
-        text = _text(string_node)
-        if "__global__" in text:
+    for string_node in blanks:
+        if string_node.type == "string" and b"__global__" in string_node.text:
             _cuda_into(facts, string_node.text, string_node.start_point[0], embedded=True)
     if not facts.kernels:
         facts.status, facts.detail = "no_kernel", "no @triton.jit or __global__ function found"
