@@ -92,3 +92,42 @@ WHERE v.solution_id IS NOT NULL;
 -- Implementation scores with the solution's label.
 CREATE OR REPLACE VIEW v_judge_scores AS
 SELECT j.*, s.label AS solution FROM judge_scores j LEFT JOIN solutions s USING (solution_id);
+
+-- One row per agent attempt: its submission's correctness and speed, implementation score and
+-- design coverage. Speed comes from GPU evaluations only.
+CREATE OR REPLACE VIEW v_attempts AS
+WITH ev AS (
+    SELECT solution_id, env_id, count(*) AS workloads, count(*) FILTER (WHERE status = 'passed') AS passed,
+           exp(avg(ln(speedup))) AS geomean_speedup
+    FROM v_workload_speedup GROUP BY ALL
+), any_ev AS (
+    SELECT solution_id, count(*) AS workloads, count(*) FILTER (WHERE status = 'passed') AS passed
+    FROM v_latest_evaluations GROUP BY ALL
+)
+SELECT e.name AS experiment, a.attempt_id, a.model, a.task_id, a.condition, a.seed, a.status, a.agent_status,
+       a.submission_choice, a.turns, a.prompt_tokens, a.completion_tokens,
+       coalesce(ae.workloads, 0) AS workloads, coalesce(ae.passed, 0) AS passed,
+       coalesce(ae.workloads > 0 AND ae.passed = ae.workloads, false) AS correct,
+       ev.geomean_speedup,
+       js.combined AS implementation_score, js.dependency_aware AS implementation_score_dep,
+       ps.combined AS design_coverage
+FROM attempts a
+JOIN experiments e USING (experiment_id)
+LEFT JOIN any_ev ae ON ae.solution_id = a.submission_id
+LEFT JOIN ev ON ev.solution_id = a.submission_id
+LEFT JOIN judge_scores js ON js.solution_id = a.submission_id AND js.judge = 'static'
+LEFT JOIN proposal_scores ps ON ps.proposal_id = a.proposal_id;
+
+-- The paired table: per model and task, guided against unguided.
+CREATE OR REPLACE VIEW v_paired AS
+SELECT experiment, model, task_id,
+       avg(CASE WHEN condition = 'guided' THEN correct::INT END) AS guided_correct,
+       avg(CASE WHEN condition = 'unguided' THEN correct::INT END) AS unguided_correct,
+       avg(CASE WHEN condition = 'guided' THEN geomean_speedup END) AS guided_speedup,
+       avg(CASE WHEN condition = 'unguided' THEN geomean_speedup END) AS unguided_speedup,
+       avg(CASE WHEN condition = 'guided' THEN implementation_score END) AS guided_impl_score,
+       avg(CASE WHEN condition = 'unguided' THEN implementation_score END) AS unguided_impl_score,
+       avg(CASE WHEN condition = 'guided' THEN design_coverage END) AS guided_design_coverage,
+       avg(CASE WHEN condition = 'unguided' THEN design_coverage END) AS unguided_design_coverage
+FROM v_attempts WHERE status = 'finished'
+GROUP BY ALL;

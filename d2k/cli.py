@@ -532,6 +532,87 @@ def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files wri
     store.close()
 
 
+experiment_app = typer.Typer(no_args_is_help=True, help="Paired agent experiments: run a spec, follow its progress.")
+app.add_typer(experiment_app, name="experiment")
+
+
+@experiment_app.command("run")
+def experiment_run(
+    spec_path: Path = typer.Argument(..., help="The experiment spec (TOML); see examples/paired.toml."),
+    executor: Optional[str] = typer.Option(None, help="local | ray (default: the spec's [executor] kind)."),
+    address: Optional[str] = typer.Option(None, help="Ray cluster address (default: a local Ray)."),
+    backend: Optional[str] = typer.Option(None, help="auto | cuda | interpreter (default: the spec's)."),
+    db: Optional[str] = DbOption,
+):
+    """Create the attempts (model x task x condition x seed) and run those not finished; resumable."""
+    from d2k.experiment import spec as spec_mod
+    from d2k.experiment.run import run_experiment, status_rows
+    from d2k.sweep import detect_backend, work_dir
+
+    spec = spec_mod.load(spec_path)
+    if executor not in (None, "local", "ray"):
+        raise D2KError(f"--executor must be local or ray, not {executor!r}")
+    bench_content = _bench(spec.tasks)
+    chosen_backend = detect_backend(backend or spec.backend)
+    judge_context = None
+    import os
+
+    if os.environ.get("D2K_JUDGE_MODEL") or Path("d2k.toml").is_file():
+        from d2k.judge import settings as settings_mod
+
+        settings = settings_mod.load(root=bench_content.root)
+        if settings.model:
+            from d2k.judge.run import LLMContext
+
+            judge_context = LLMContext(bench_content, settings)
+    store = _store(db)
+    progress = RichProgress(f"experiment {spec.name}")
+    try:
+        counts = run_experiment(spec, spec_path, store, bench_content, work_dir(), chosen_backend, executor, address,
+                                progress=progress, judge_context=judge_context)
+    finally:
+        progress.stop()
+    err_console.print(f"{counts['finished']} finished, {counts['failed']} failed, {counts['skipped']} already done "
+                      f"({counts['executor']}, backend {chosen_backend})", highlight=False)
+    cols, rows = store.query(
+        "SELECT model, task_id, condition, status, agent_status, turns, passed || '/' || workloads AS passed, "
+        "round(geomean_speedup, 3) AS speedup, round(implementation_score, 1) AS impl_score, "
+        "round(design_coverage, 1) AS design_cov FROM v_attempts WHERE experiment = ? ORDER BY ALL", [spec.name])
+    table = Table(title=f"experiment {spec.name}")
+    for c in cols:
+        table.add_column(c)
+    for r in rows:
+        table.add_row(*[_fmt(v) for v in r])
+    console.print(table)
+    store.close()
+    if counts["failed"]:
+        raise typer.Exit(1)
+
+
+@experiment_app.command("status")
+def experiment_status(
+    spec_path: Optional[Path] = typer.Argument(None, help="A spec (default: every experiment in the store)."),
+    db: Optional[str] = DbOption,
+):
+    """Attempts per model, task and condition: finished, failed, remaining."""
+    from d2k.experiment import spec as spec_mod
+    from d2k.experiment.run import status_rows
+
+    experiment_id = spec_mod.load(spec_path).experiment_id if spec_path else None
+    store = _store(db)
+    cols, rows = status_rows(store, experiment_id)
+    store.close()
+    if not rows:
+        console.print("no attempts in the store" + (f" for {spec_path}" if spec_path else ""))
+        return
+    table = Table(title="experiment status")
+    for c in cols:
+        table.add_column(c)
+    for r in rows:
+        table.add_row(*[_fmt(v) for v in r])
+    console.print(table)
+
+
 def main() -> None:
     try:
         code = app(standalone_mode=False)  # click returns the code of a typer.Exit here

@@ -112,7 +112,7 @@ def spawn(job: dict, job_dir: Path, attempt: int) -> tuple[subprocess.Popen, Pat
         proc = subprocess.Popen(
             [sys.executable, "-m", WORKER_MODULE, str(job_path)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            env=worker_env(job["backend"]), cwd=str(job_dir), start_new_session=True,
+            env={**worker_env(job["backend"]), **job.get("env", {})}, cwd=str(job_dir), start_new_session=True,
         )
     return proc, events_path
 

@@ -1,0 +1,1 @@
+"""Paired agent experiments: specs, attempts, executors, and what happens after each attempt."""

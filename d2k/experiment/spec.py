@@ -1,0 +1,92 @@
+"""The experiment spec (TOML): models, tasks, conditions, seeds, budget, executor."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from d2k.errors import D2KError
+
+
+class ModelSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    model: str
+    api_base: str
+    api_key_env: str | None = None       # the environment variable holding the key (never the key itself)
+    temperature: float = 0.0
+    top_p: float | None = None
+    max_tokens: int | None = 8192
+    context_window: int = 128_000
+    timeout_s: float = 300.0
+    max_retries: int = 3
+    concurrency: int = Field(default=1, ge=1)
+
+    def api_key(self) -> str:
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise D2KError(f"model {self.name}: environment variable {self.api_key_env} is not set")
+            return key
+        return "not-needed"
+
+
+class ExecutorSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["local", "ray"] = "local"
+    address: str | None = None           # ray: the cluster address (none: start a local Ray)
+    workers: int = Field(default=1, ge=1)  # local without GPUs: concurrent attempts
+
+
+class ExperimentSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    tasks: list[str] = Field(min_length=1)
+    conditions: list[Literal["guided", "unguided"]] = ["guided", "unguided"]
+    seeds: list[int] = [0]
+    budget: int = Field(default=350, ge=1)
+    backend: Literal["auto", "cuda", "interpreter"] = "auto"
+    workloads: Literal["bench", "smoke", "all"] = "bench"
+    judge_proposals: bool = True         # grade DESIGN.md when an LLM judge is configured
+    models: list[ModelSpec] = Field(min_length=1)
+    executor: ExecutorSpec = ExecutorSpec()
+
+    @property
+    def experiment_id(self) -> str:
+        return hashlib.sha256(self.name.encode()).hexdigest()[:16]
+
+    def attempts(self) -> list[dict]:
+        out = []
+        for m in self.models:
+            for task in self.tasks:
+                for condition in self.conditions:
+                    for seed in self.seeds:
+                        key = json.dumps([self.name, m.name, task, condition, seed])
+                        out.append({"attempt_id": hashlib.sha256(key.encode()).hexdigest()[:16], "model": m.name,
+                                    "task_id": task, "condition": condition, "seed": seed})
+        return out
+
+
+def load(path: Path) -> ExperimentSpec:
+    if not path.is_file():
+        raise D2KError(f"experiment spec not found: {path}")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise D2KError(f"{path}: invalid TOML: {exc}") from None
+    try:
+        spec = ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise D2KError(f"{path}: {where}: {first['msg']}" + (f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else "")) from None
+    names = [m.name for m in spec.models]
+    if len(set(names)) != len(names):
+        raise D2KError(f"{path}: model names must be unique")
+    return spec
