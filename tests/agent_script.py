@@ -8,6 +8,22 @@ WRONG = "import torch\n\ndef run(x, w, eps):\n    return x.clone()\n"
 RIGHT = ("import torch\n\n\ndef run(x, w, eps):\n    xf = x.float()\n"
          "    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w\n")
 DESIGN = "# Design\nOne program per row; fp32 sum of squares; multiply by rsqrt.\n"
+# correct plain-PyTorch solutions per task, for scripted runs on tasks other than rmsnorm
+RIGHT_BY_TASK = {
+    "rmsnorm": RIGHT,
+    "silu_and_mul": ("import torch\n\n\ndef run(x):\n    d = x.shape[-1] // 2\n    xf = x.float()\n"
+                     "    return (torch.nn.functional.silu(xf[..., :d]) * xf[..., d:]).to(x.dtype)\n"),
+}
+
+
+def task_of(body: dict) -> str:
+    import re
+
+    for m in body["messages"]:
+        found = re.search(r"^# Task: (\S+)", str(m.get("content") or ""), re.M)
+        if found:
+            return found.group(1)
+    return "rmsnorm"
 
 
 def call(name, args, raw=None, call_id=None):
@@ -21,11 +37,13 @@ def turn_index(body: dict) -> int:
 
 def full_attempt(body: dict, n: int):
     """DESIGN.md, a wrong solution, a failing check, the fix, a passing check, submit."""
+    right = RIGHT_BY_TASK.get(task_of(body), RIGHT)
+    wrong = right.replace("return ", "return 0 * ", 1) if task_of(body) != "rmsnorm" else WRONG
     steps = [
         [call("write_file", {"path": "DESIGN.md", "content": DESIGN})],
-        [call("write_file", {"path": "solution.py", "content": WRONG})],
+        [call("write_file", {"path": "solution.py", "content": wrong})],
         [call("run_correctness", {"path": "solution.py", "workloads": "smoke"})],
-        [call("write_file", {"path": "solution.py", "content": RIGHT})],
+        [call("write_file", {"path": "solution.py", "content": right})],
         [call("run_correctness", {"path": "solution.py"})],
         [call("submit", {"path": "solution.py"})],
     ]
