@@ -87,6 +87,7 @@ def test_end_to_end_through_http_usage_and_cache(bench, tmp_path):
         assert all(v.verdict == "implemented" and v.usage for v in result.verdicts)
         usage = next(iter(result.verdicts[0].usage.values()))
         assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+        assert "cost_usd" in usage  # None: the price table does not know the fake model
         from d2k.judge.run import store_judgement
 
         store_judgement(store, result)

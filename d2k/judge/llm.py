@@ -126,6 +126,24 @@ def prompt_hash(program: dspy.Module) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def _with_cost(usage: dict) -> dict:
+    """Add ``cost_usd`` per model from litellm's local price table where it knows the model."""
+    import litellm
+
+    out = {}
+    for model, counts in usage.items():
+        counts = dict(counts or {})
+        try:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=model, prompt_tokens=int(counts.get("prompt_tokens") or 0),
+                completion_tokens=int(counts.get("completion_tokens") or 0))
+            counts["cost_usd"] = prompt_cost + completion_cost
+        except Exception:  # unknown to the price table (self-hosted models): no cost
+            counts["cost_usd"] = None
+        out[model] = counts
+    return out
+
+
 @dataclass
 class Call:
     key: str                     # the caller's id for this call (e.g. an item id)
@@ -165,7 +183,7 @@ class Runner:
                     prediction = program(**call.inputs)
                 usage = {}
                 try:
-                    usage = prediction.get_lm_usage() or {}
+                    usage = _with_cost(prediction.get_lm_usage() or {})
                 except Exception:
                     usage = {}
                 return Outcome(call.key, dict(prediction), None, usage, time.perf_counter() - t0, attempts)
