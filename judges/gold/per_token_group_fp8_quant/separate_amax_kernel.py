@@ -1,0 +1,232 @@
+"""Per-token-group (1x128) dynamic FP8 quantization: the expert Triton implementation, the
+one-read fusion of statistics and quantization ablated.
+
+Gold-set ablation `separate_amax_kernel`: identical in tiling, hints, scale layout and launch to
+tasks/per_token_group_fp8_quant/expert.py, except that the scales and the quantization are two
+kernels: the first reads x, reduces each group's absolute max and stores s (in the consumer
+layout); the second reads x again together with the stored s and writes q. x is read twice.
+
+For x: [T, K] (K = 128 * G, bfloat16 on the GPU) computes, per token t and group g,
+
+    s[t, g] = max(max_i |x[t, 128 g + i]|, 1e-10) / 448                 (fp32, kernel 1)
+    q[t, 128 g + i] = clamp(x[t, 128 g + i] * (1 / s[t, g]), -448, 448) -> float8_e4m3fn (kernel 2)
+
+and writes s straight into the consumer's layout: [T, G] row-major, or (scale_col_major = 1)
+the [G, ceil(T/4)*4] column-major, TMA-aligned buffer DeepGEMM reads.
+
+Design:
+  * two passes over x: a scale kernel (load, upcast to fp32, absolute max per group, store s)
+    and a quant kernel (load x and s, multiply by 1 / s, clamp, store q);
+  * in the quant kernel, one division per group (the reciprocal of the loaded s), then a
+    multiply per element;
+  * many groups per program in both kernels: a 3-D [BT tokens, BG groups, 128] tile, reduced
+    along the last axis, sized so the grid has enough programs for the SMs;
+  * scales are stored (and re-loaded) through a (token stride, group stride) pair, so the
+    column-major layout costs nothing extra: no transpose kernel;
+  * contiguous, 16-byte-aligned columns (128-element groups) give 16-byte loads of x and
+    8- to 16-byte fp8 stores per thread; x is loaded with the default cache policy in both
+    passes (the second pass re-reads what the first left in L2);
+  * on sm_90+ both kernels are launched with programmatic dependent launch (wait before the
+    first load);
+  * an optional fused producer: `silu_and_mul_group_quant(gate_up)` runs both kernels with
+    x = silu(gate) * up computed in registers (SwiGLU output never written to HBM).
+Dtypes come from the pointers, so the kernels run bf16 on the GPU and fp16 under
+TRITON_INTERPRET=1.
+"""
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+GROUP = 128
+FP8_MAX = tl.constexpr(448.0)   # a constexpr global: usable inside @triton.jit
+
+
+@triton.jit
+def _tile_offsets(T, G, n_g_tiles, stride_st, stride_sg,
+                  GROUP_SIZE: tl.constexpr, BT: tl.constexpr, BG: tl.constexpr):
+    """This program's [BT, BG] (token, group) tile: t64, the column offsets [1, BG, 128], the
+    [BT, BG] mask and the scale offsets t * stride_st + g * stride_sg."""
+    pid = tl.program_id(0)
+    tile_t = pid // n_g_tiles
+    tile_g = pid % n_g_tiles
+    t = tile_t * BT + tl.arange(0, BT)                     # [BT]
+    g = tile_g * BG + tl.arange(0, BG)                     # [BG]
+    c = tl.max_contiguous(tl.multiple_of(tl.arange(0, GROUP_SIZE), GROUP_SIZE), GROUP_SIZE)
+    t64 = t.to(tl.int64)                                   # T * K can exceed 2^31
+    mask_tg = (t < T)[:, None] & (g < G)[None, :]          # [BT, BG]
+    col = (g * GROUP_SIZE)[None, :, None] + c[None, None, :]   # [1, BG, 128]
+    s_offs = t64[:, None] * stride_st + g[None, :].to(tl.int64) * stride_sg
+    return t64, col, mask_tg, s_offs
+
+
+@triton.jit
+def _load_x(X, x_offs, mask, up_offset, FUSE_SILU: tl.constexpr):
+    """The tile of x as fp32 (or silu(gate) * up rounded to the input dtype when FUSE_SILU)."""
+    in_dtype = X.dtype.element_ty
+    if FUSE_SILU:
+        gate = tl.load(X + x_offs, mask=mask, other=0.0).to(tl.float32)
+        up = tl.load(X + x_offs + up_offset, mask=mask, other=0.0).to(tl.float32)
+        x = (gate * tl.sigmoid(gate)).to(in_dtype).to(tl.float32) * up
+        x = x.to(in_dtype).to(tl.float32)
+    else:
+        x = tl.load(X + x_offs, mask=mask, other=0.0).to(tl.float32)
+    return x
+
+
+@triton.jit
+def _group_scale_kernel(
+    X, Q, S,
+    T, G, n_g_tiles,
+    stride_xt, stride_qt,
+    stride_st, stride_sg,        # scale strides: (G, 1) row-major, (1, T_pad) column-major
+    up_offset,
+    GROUP_SIZE: tl.constexpr, BT: tl.constexpr, BG: tl.constexpr,
+    FUSE_SILU: tl.constexpr, USE_PDL: tl.constexpr,
+):
+    """Pass 1, for a [BT, BG] tile: s = max(amax|x|, 1e-10) / 448 stored at
+    t * stride_st + g * stride_sg. (Q and stride_qt are unused: same signature as pass 2.)"""
+    t64, col, mask_tg, s_offs = _tile_offsets(T, G, n_g_tiles, stride_st, stride_sg,
+                                              GROUP_SIZE, BT, BG)
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()
+    x = _load_x(X, t64[:, None, None] * stride_xt + col, mask_tg[:, :, None], up_offset, FUSE_SILU)
+    if USE_PDL:
+        tl.extra.cuda.gdc_launch_dependents()
+    amax = tl.maximum(tl.max(tl.abs(x), axis=2), 1e-10)   # [BT, BG]
+    tl.store(S + s_offs, amax / FP8_MAX, mask=mask_tg)
+
+
+@triton.jit
+def _group_quant_kernel(
+    X, Q, S,
+    T, G, n_g_tiles,
+    stride_xt, stride_qt,
+    stride_st, stride_sg,
+    up_offset,
+    GROUP_SIZE: tl.constexpr, BT: tl.constexpr, BG: tl.constexpr,
+    FUSE_SILU: tl.constexpr, USE_PDL: tl.constexpr,
+):
+    """Pass 2, for a [BT, BG] tile: re-load x and the stored s, q = clamp(x * (1 / s), +-448)
+    -> fp8 stored row-major."""
+    t64, col, mask_tg, s_offs = _tile_offsets(T, G, n_g_tiles, stride_st, stride_sg,
+                                              GROUP_SIZE, BT, BG)
+    mask = mask_tg[:, :, None]
+    if USE_PDL:
+        tl.extra.cuda.gdc_wait()
+    s = tl.load(S + s_offs, mask=mask_tg, other=1.0)
+    x = _load_x(X, t64[:, None, None] * stride_xt + col, mask, up_offset, FUSE_SILU)
+    if USE_PDL:
+        tl.extra.cuda.gdc_launch_dependents()
+    inv = 1.0 / s                                          # one division per group
+    q = tl.clamp(x * inv[:, :, None], -FP8_MAX, FP8_MAX)
+    tl.store(Q + t64[:, None, None] * stride_qt + col, q.to(Q.dtype.element_ty), mask=mask)
+
+
+_sm_count = {}
+_pdl_ok = {}
+
+
+def _num_sms(device):
+    if device.type != "cuda":
+        # CPU interpreter: size the grid for one virtual SM, so the small smoke shapes still
+        # take the multi-row / persistent / multi-chunk paths the GPU uses at full size
+        return 1
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if idx not in _sm_count:
+        _sm_count[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
+    return _sm_count[idx]
+
+
+def _config(T, G, col_major, n_sm):
+    """(BT, BG, num_warps): up to 32 groups (8 KB of bf16) per program, fewer when the grid
+    would not give every SM ~4 programs; BG divides G (no masked lanes) and, for column-major
+    scales, BT >= 8 so a group column's scales are stored as one 32-byte run."""
+    total = T * G
+    gpp = 32
+    while gpp > 4 and triton.cdiv(total, gpp) < 4 * n_sm:
+        gpp //= 2
+    bg = 1
+    while bg * 2 <= gpp and G % (bg * 2) == 0:
+        bg *= 2
+    if col_major:
+        bg = min(bg, max(1, gpp // 8))
+    bt = min(gpp // bg, triton.next_power_of_2(T))
+    num_warps = max(1, min(8, (bt * bg * GROUP) // 512))
+    return bt, bg, num_warps
+
+
+def _launch_one(kernel, grid, args, kw, device):
+    if _INTERPRET or device.type != "cuda":
+        kernel[grid](*args, USE_PDL=False, **kw)
+        return
+    dev = device.index
+    pdl = _pdl_ok.get(dev)
+    if pdl is None:
+        pdl = torch.cuda.get_device_capability(device)[0] >= 9
+        if pdl:
+            try:
+                kernel[grid](*args, USE_PDL=True, launch_pdl=True, **kw)
+                _pdl_ok[dev] = True
+                return
+            except Exception:
+                pdl = False
+        _pdl_ok[dev] = pdl
+    if pdl:
+        kernel[grid](*args, USE_PDL=True, launch_pdl=True, **kw)
+    else:
+        kernel[grid](*args, USE_PDL=False, **kw)
+
+
+def _launch(x_like, up_offset, fuse, T, K, col_major, q, s):
+    G = K // GROUP
+    bt, bg, num_warps = _config(T, G, col_major, _num_sms(q.device))
+    n_g_tiles = triton.cdiv(G, bg)
+    grid = (triton.cdiv(T, bt) * n_g_tiles,)
+    if col_major:
+        st, sg = 1, s.stride(0)
+    else:
+        st, sg = s.stride(0), 1
+    args = (x_like, q, s, T, G, n_g_tiles, x_like.stride(0), q.stride(0), st, sg, up_offset)
+    kw = dict(GROUP_SIZE=GROUP, BT=bt, BG=bg, FUSE_SILU=fuse, num_warps=num_warps)
+    _launch_one(_group_scale_kernel, grid, args, kw, q.device)    # pass 1: scales
+    _launch_one(_group_quant_kernel, grid, args, kw, q.device)    # pass 2: re-read x, quantize
+
+
+def _outputs(T, K, col_major, device):
+    G = K // GROUP
+    q = torch.empty((T, K), dtype=torch.float8_e4m3fn, device=device)
+    if col_major:
+        s = torch.empty((G, triton.cdiv(T, 4) * 4), dtype=torch.float32, device=device)
+    else:
+        s = torch.empty((T, G), dtype=torch.float32, device=device)
+    return q, s
+
+
+def run(x, scale_col_major):
+    T, K = x.shape
+    assert K % GROUP == 0, "K must be a multiple of 128"
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    col_major = bool(int(scale_col_major))
+    q, s = _outputs(T, K, col_major, x.device)
+    if T > 0:
+        _launch(x, 0, False, T, K, col_major, q, s)
+    return q, s
+
+
+def silu_and_mul_group_quant(gate_up, scale_col_major=0):
+    """Fused producer: quantize silu(gate_up[:, :K]) * gate_up[:, K:] (K = gate_up.shape[1] // 2),
+    with the SwiGLU result rounded to gate_up's dtype as an unfused silu_and_mul would."""
+    T, K2 = gate_up.shape
+    K = K2 // 2
+    assert K % GROUP == 0, "K must be a multiple of 128"
+    if gate_up.stride(-1) != 1:
+        gate_up = gate_up.contiguous()
+    col_major = bool(int(scale_col_major))
+    q, s = _outputs(T, K, col_major, gate_up.device)
+    if T > 0:
+        _launch(gate_up, K, True, T, K, col_major, q, s)
+    return q, s
