@@ -15,7 +15,7 @@ import networkx as nx
 
 from d2k.judge import graph, llm
 from d2k.judge.facts import SolutionFacts
-from d2k.judge.static import Verdict
+from d2k.judge.static import Verdict, judge_error
 from d2k.schema import DesignItem, Task
 
 MAX_EXCERPT_LINES = 400
@@ -103,9 +103,7 @@ def judge_code(task: Task, items: list[DesignItem], facts: SolutionFacts, static
             item = by_id[outcome.key]
             sv = static_by_id[outcome.key]
             if outcome.prediction is None:
-                final[item.id] = Verdict(item.id, item.level, "judge_error", "none",
-                                         f"the LLM judge failed after {outcome.attempts} attempt(s): {outcome.error}",
-                                         model=runner.model, prompt_hash=program_hash)
+                final[item.id] = judge_error(item, outcome.attempts, outcome.error, runner.model, program_hash)
                 continue
             p = outcome.prediction
             cited = [n for n in (p.get("cited_lines") or []) if isinstance(n, int)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from d2k.judge import graph, llm
-from d2k.judge.static import Verdict
+from d2k.judge.static import Verdict, judge_error
 from d2k.schema import DesignItem, Task
 
 MAX_DESIGN_CHARS = 40_000
@@ -38,9 +38,7 @@ def judge_proposal(task: Task, items: list[DesignItem], text: str, runner: llm.R
     for outcome in runner.many(program, calls):
         item = by_id[outcome.key]
         if outcome.prediction is None:
-            final[item.id] = Verdict(item.id, item.level, "judge_error", "none",
-                                     f"the LLM judge failed after {outcome.attempts} attempt(s): {outcome.error}",
-                                     model=runner.model, prompt_hash=program_hash)
+            final[item.id] = judge_error(item, outcome.attempts, outcome.error, runner.model, program_hash)
             continue
         p = outcome.prediction
         quotes = [str(q) for q in (p.get("quotes") or [])]

@@ -41,6 +41,12 @@ class Verdict:
         return asdict(self)
 
 
+def judge_error(item: DesignItem, attempts: int, error: str | None, model: str | None, prompt_hash: str | None) -> Verdict:
+    """The verdict stored when an LLM judge could not decide an item (left out of scores)."""
+    return Verdict(item.id, item.level, "judge_error", "none",
+                   f"the LLM judge failed after {attempts} attempt(s): {error}", model=model, prompt_hash=prompt_hash)
+
+
 def judge_item(item: DesignItem, facts: SolutionFacts) -> Verdict:
     if facts.status != "ok":
         return Verdict(item.id, item.level, "undetermined", reason=f"{facts.status}: {facts.detail}")
