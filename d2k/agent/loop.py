@@ -43,7 +43,7 @@ class Turn:
     prompt_tokens: int | None
     completion_tokens: int | None
     latency_s: float
-    harness_s: float               # time spent in the harness (tools excluded model latency)
+    harness_s: float               # from the reply to the end of its tool calls (tool execution included)
     note: str = ""
 
 
