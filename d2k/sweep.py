@@ -40,10 +40,20 @@ def detect_backend(requested: str) -> str:
         raise D2KError("torch is not installed: pip install torch") from None
 
 
+_interpreter_env: dict | None = None
+
+
 def probe_environment(backend: str, directory: Path) -> dict:
+    """The environment, read by a worker process of that backend. The interpreter's does not change
+    within a process, so it is read once; a GPU's is read every time (its clocks move)."""
+    global _interpreter_env
+    if backend == "interpreter" and _interpreter_env is not None:
+        return dict(_interpreter_env)
     job = {"kind": "environment", "backend": backend}
     env = runner.run_single(job, directory / "environment", "env", timeout_s=300)
     env.pop("event", None)
+    if backend == "interpreter":
+        _interpreter_env = dict(env)
     return env
 
 
