@@ -181,7 +181,7 @@ def _run(bench_content, plans, backend: str, command: str, args: dict, db, force
 @app.command("eval")
 def eval_cmd(
     task: str = typer.Argument(..., help="Task id (see `d2k tasks`)."),
-    solution: str = typer.Argument(..., help="A solution file, or expert | naive | reference."),
+    solution: str = typer.Argument(..., help="A solution file, or expert | naive | reference | compiled."),
     workloads: str = typer.Option("auto", help="bench | smoke | all (auto: bench on a GPU, smoke on the interpreter)."),
     backend: str = typer.Option("auto", help="auto | cuda | interpreter."),
     reference: bool = typer.Option(True, help="Also time the PyTorch reference (for the speedup)."),
@@ -211,7 +211,7 @@ def eval_cmd(
 def bench(
     tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated task ids (default: all)."),
     solution: list[str] = typer.Option(["expert", "naive", "reference"], "--solution",
-                                       help="expert | naive | reference | PATH; repeat for several."),
+                                       help="expert | naive | reference | compiled (torch.compile of the reference) | PATH; repeat for several."),
     workloads: str = typer.Option("auto", help="bench | smoke | all (auto: bench on a GPU, smoke on the interpreter)."),
     backend: str = typer.Option("auto", help="auto | cuda | interpreter."),
     force: bool = typer.Option(False, help="Re-run evaluations the store already holds."),

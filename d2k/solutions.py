@@ -9,15 +9,15 @@ from pathlib import Path
 from d2k.content import Benchmark
 from d2k.errors import D2KError
 
-BUILTIN = ("expert", "naive", "reference")
+BUILTIN = ("expert", "naive", "reference", "compiled")
 
 
 @dataclass(frozen=True)
 class Solution:
     solution_id: str      # sha256 of the source text (the reference: of "reference:" + its text)
     task_id: str
-    label: str            # expert | naive | reference | the path given
-    kind: str             # file | reference
+    label: str            # expert | naive | reference | compiled | the path given
+    kind: str             # file | reference | compiled (torch.compile of the reference)
     path: Path
     source: str
 
@@ -27,13 +27,18 @@ def sha256(text: str) -> str:
 
 
 def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
-    """``expert``, ``naive``, ``reference`` or a path to a solution file."""
+    """``expert``, ``naive``, ``reference``, ``compiled`` (``torch.compile`` of the reference, a
+    baseline) or a path to a solution file."""
     bench.task(task_id)
     task_dir = bench.task_dir(task_id)
     if name == "reference":
         path = task_dir / "reference.py"
         source = path.read_text(encoding="utf-8")
         return Solution(sha256("reference:" + source), task_id, "reference", "reference", path, source)
+    if name == "compiled":
+        path = task_dir / "reference.py"
+        source = path.read_text(encoding="utf-8")
+        return Solution(sha256("compiled:" + source), task_id, "compiled", "compiled", path, source)
     if name in ("expert", "naive"):
         path = task_dir / f"{name}.py"
         if not path.is_file():

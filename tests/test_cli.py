@@ -68,3 +68,12 @@ def test_user_mistakes_are_one_line_errors(args, message):
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert message in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_compiled_reference_is_a_checked_baseline(tmp_path):
+    out = d2k("eval", "rmsnorm", "compiled", "--backend", "interpreter", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(d2k("sql", "SELECT solution, status FROM v_evaluations", "--format", "json").stdout)
+    assert rows and {(r["solution"], r["status"]) for r in rows} == {("compiled", "passed")}
+    query = d2k("sql", "@" + str(__import__("conftest").ROOT / "analysis/queries/baselines_table.sql"))
+    assert query.returncode == 0, query.stderr  # the analysts' table query runs (empty without GPU rows)

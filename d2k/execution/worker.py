@@ -233,6 +233,9 @@ def run_evaluate(job: dict, events: Events) -> int:
     try:
         if solution["kind"] == "reference":
             candidate = reference_module.reference
+        elif solution["kind"] == "compiled":
+            # a baseline: the reference through torch.compile (default mode), checked like a solution
+            candidate = torch.compile(reference_module.reference)
         else:
             module = _load_module(solution["path"], "d2k_solution")
             candidate = getattr(module, solution.get("entry_point", "run"), None)
