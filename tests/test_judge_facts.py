@@ -103,3 +103,11 @@ def test_cuda_file():
 def test_bad_input_is_a_status_not_a_crash(source, status):
     facts = extract(source, "bad.py")
     assert facts.status == status and facts.detail
+
+
+def test_cuda_features_in_comments_are_not_evidence():
+    source = ("__global__ void k(float* y) {\n"
+              "    // no __syncthreads() here, and no __shared__ buffer either\n"
+              "    y[threadIdx.x] = 0.f;\n}\n")
+    kernel = extract(source, "k.cu").kernels[0]
+    assert "syncthreads" not in kernel.cuda and "shared" not in kernel.cuda

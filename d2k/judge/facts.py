@@ -356,6 +356,8 @@ def _cuda_into(facts: SolutionFacts, raw: bytes, line_offset: int, embedded: boo
         text = inner.encode()
     tree = cu.parse(text)
     source_lines = text.decode("utf-8", "replace").splitlines()
+    blanked = _blank_non_code(text, tree.root_node)  # comments and strings are not evidence
+    code_lines = blanked.decode("utf-8", "replace").splitlines()
     for fn in _descendants(tree.root_node, "function_definition"):
         head = text[fn.start_byte: fn.child_by_field_name("body").start_byte if fn.child_by_field_name("body") else fn.end_byte]
         if b"__global__" not in head:
@@ -370,7 +372,7 @@ def _cuda_into(facts: SolutionFacts, raw: bytes, line_offset: int, embedded: boo
         name = _text(name_node) if name_node is not None else "<cuda kernel>"
         start = fn.start_point[0] + 1 + line_offset
         kernel = Kernel(name=name, language="cuda", line=start, end_line=fn.end_point[0] + 1 + line_offset,
-                        source=_text(fn), code=_blank_non_code(text, fn)[fn.start_byte:fn.end_byte].decode("utf-8", "replace"))
+                        source=_text(fn), code=blanked[fn.start_byte:fn.end_byte].decode("utf-8", "replace"))
         params = fn.child_by_field_name("declarator")
         if params is not None:
             for p in _descendants(params, "parameter_declaration"):
@@ -378,17 +380,14 @@ def _cuda_into(facts: SolutionFacts, raw: bytes, line_offset: int, embedded: boo
                 if ids:
                     kernel.params.append(_text(ids[-1]))
         _walk_cuda(fn, kernel, 0, [], line_offset)
-        # the text before the function on its line(s) can hold __launch_bounds__ / templates
+        # the lines before the function can hold __launch_bounds__ / templates
         prefix_start = max(0, fn.start_point[0] - 2)
-        context = "\n".join(source_lines[prefix_start: fn.end_point[0] + 1])
         for feature, pattern in CUDA_FEATURES.items():
-            hits = []
-            for i, line in enumerate(source_lines[prefix_start: fn.end_point[0] + 1], start=prefix_start):
-                if pattern.search(line):
-                    hits.append(i + 1 + line_offset)
+            hits = [i + 1 + line_offset
+                    for i, line in enumerate(code_lines[prefix_start: fn.end_point[0] + 1], start=prefix_start)
+                    if pattern.search(line)]
             if hits:
                 kernel.cuda[feature] = hits
-        del context
         facts.kernels.append(kernel)
 
 
