@@ -492,8 +492,10 @@ def judge_eval(
     else:
         rows, _ = gold_rows(bench_content, judge_name, context, store, force)
     results = agreement.by_scope(rows)
-    from d2k.judge import llm as llm_version_source
-    version = "1" if judge_name == "static" else llm_version_source.VERSION
+    if judge_name == "static":
+        from d2k.judge.static import VERSION as version
+    else:
+        from d2k.judge.llm import VERSION as version
     store_metrics(store, judge_name, version, gold, results)
     store.close()
     n_solutions = len({(r.task_id, r.solution) for r in rows})
