@@ -548,7 +548,7 @@ def experiment_run(
 ):
     """Create the attempts (model x task x condition x seed) and run those not finished; resumable."""
     from d2k.experiment import spec as spec_mod
-    from d2k.experiment.run import run_experiment, status_rows
+    from d2k.experiment.run import run_experiment
     from d2k.sweep import detect_backend, work_dir
 
     spec = spec_mod.load(spec_path)

@@ -3,7 +3,6 @@
 import json
 import subprocess
 import textwrap
-import time
 
 import pytest
 

@@ -2,7 +2,6 @@
 
 import json
 
-import pytest
 
 from d2k.content import Benchmark
 from d2k.validate import validate

@@ -6,7 +6,6 @@ import datetime as dt
 import json
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 from d2k.content import Benchmark
 from d2k.errors import D2KError
@@ -200,7 +199,7 @@ def proposal_gold_rows(bench: Benchmark, context: LLMContext, store=None, force:
     item_ids = {t: {i.id for i in bench.items(t)} for t in bench.tasks}
     sets = gold_mod.load(bench.root, list(bench.tasks), item_ids, filename="proposals.toml")
     if not sets:
-        raise D2KError(f"no proposal gold set found (judges/gold/<task>/proposals.toml)")
+        raise D2KError("no proposal gold set found (judges/gold/<task>/proposals.toml)")
     rows = []
     for gold_set in sets:
         levels = {i.id: i.level for i in bench.items(gold_set.task_id)}
