@@ -78,6 +78,7 @@ def judge_code(task: Task, items: list[DesignItem], facts: SolutionFacts, static
     static_by_id = {v.item_id: v for v in static_verdicts}
     final: dict[str, Verdict] = {}
     dag = graph.build(items)
+    lines = facts.text.splitlines()
     for generation in nx.topological_generations(dag):
         calls = []
         for item_id in generation:
@@ -107,7 +108,6 @@ def judge_code(task: Task, items: list[DesignItem], facts: SolutionFacts, static
                 continue
             p = outcome.prediction
             cited = [n for n in (p.get("cited_lines") or []) if isinstance(n, int)]
-            lines = facts.text.splitlines()
             evidence = [{"kernel": "", "line": n, "snippet": lines[n - 1].strip()[:160]} for n in cited if 0 < n <= len(lines)]
             reason = str(p.get("rationale", "")).strip()
             if mode == "hybrid":

@@ -53,6 +53,7 @@ class Kernel:
     numbers: list[tuple[float, int]] = field(default_factory=list)
     assigns: dict[str, str] = field(default_factory=dict)   # var -> first name of its (last) value
     source: str = ""
+    source_line: int = 1      # the file line ``source`` starts at (a kernel's first decorator)
     code: str = field(default="", repr=False)   # source with comments and strings blanked (for patterns)
     # CUDA-only features: name -> lines
     cuda: dict[str, list[int]] = field(default_factory=dict)
@@ -260,7 +261,8 @@ def _python_facts(source: bytes, path: str) -> SolutionFacts:
             continue
         name = _text(fn.child_by_field_name("name"))
         kernel = Kernel(name=name, language="triton", line=fn.start_point[0] + 1, end_line=fn.end_point[0] + 1,
-                        source=_text(node), code=code[node.start_byte:node.end_byte].decode("utf-8", "replace"))
+                        source=_text(node), source_line=node.start_point[0] + 1,
+                        code=code[node.start_byte:node.end_byte].decode("utf-8", "replace"))
         kernel.params, kernel.constexprs = _py_params(fn)
         for d in decorators:
             for call_node in _descendants(d, "call"):
@@ -299,15 +301,6 @@ def _walk_host(node, host: Kernel, kernel_ranges):
             host.numbers.append((value, node.start_point[0] + 1))
     for child in node.children:
         _walk_host(child, host, kernel_ranges)
-
-
-def _iter_definitions(root):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "decorated_definition":
-            yield node
-        stack.extend(reversed(node.children))
 
 
 def _descendants(node, type_name):
@@ -372,7 +365,8 @@ def _cuda_into(facts: SolutionFacts, raw: bytes, line_offset: int, embedded: boo
         name = _text(name_node) if name_node is not None else "<cuda kernel>"
         start = fn.start_point[0] + 1 + line_offset
         kernel = Kernel(name=name, language="cuda", line=start, end_line=fn.end_point[0] + 1 + line_offset,
-                        source=_text(fn), code=blanked[fn.start_byte:fn.end_byte].decode("utf-8", "replace"))
+                        source=_text(fn), source_line=start,
+                        code=blanked[fn.start_byte:fn.end_byte].decode("utf-8", "replace"))
         params = fn.child_by_field_name("declarator")
         if params is not None:
             for p in _descendants(params, "parameter_declaration"):

@@ -114,14 +114,7 @@ def _scopes(facts: SolutionFacts, scope: str) -> list[Kernel]:
 def _line_snippet(kernel: Kernel, line: int, fallback: str = "") -> str:
     if kernel.source and kernel.language != "host":
         lines = kernel.source.splitlines()
-        idx = line - kernel.line
-        # decorated kernels start their source at the first decorator
-        offset = 0
-        for i, text in enumerate(lines):
-            if text.lstrip().startswith("def ") or "__global__" in text:
-                offset = i
-                break
-        idx += offset
+        idx = line - kernel.source_line
         if 0 <= idx < len(lines):
             return lines[idx].strip()[:160]
     return fallback[:160]
@@ -274,11 +267,5 @@ def evaluate(signal: dict, facts: SolutionFacts) -> Result:
 
 
 def _source_line(kernel: Kernel, offset: int) -> int:
-    lines_before = kernel.source.count("\n", 0, offset)
-    # kernel.source starts at the first decorator; kernel.line is the def line
-    first_def = 0
-    for i, text in enumerate(kernel.source.splitlines()):
-        if text.lstrip().startswith("def ") or "__global__" in text:
-            first_def = i
-            break
-    return kernel.line - first_def + lines_before
+    """The file line of a character offset into ``kernel.source`` (or its blanked ``code``)."""
+    return kernel.source_line + kernel.source.count("\n", 0, offset)
