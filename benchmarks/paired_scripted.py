@@ -5,11 +5,18 @@
 Starts the scripted tool-calling 'model' of the test suite on 127.0.0.1, writes a spec for
 rmsnorm and silu_and_mul in both conditions, runs `d2k experiment run` through the real entry
 point, and prints the paired tables and the harness overhead per turn from the store.
+
+The script plays the test suite's attempt (DESIGN.md, a wrong solution, a failing check, the fix,
+a passing check, submit), except that its fix is a Triton kernel: the task's expert.py when the
+prompt carries the expert guidance, its naive.py when it does not. So the tables compare two
+known kernels through the whole pipeline (evaluation, static judge, paired views); the numbers
+say nothing about any real model.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -21,6 +28,23 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 import agent_script  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
+
+
+ROOT = HERE.parent
+
+
+def kernel_attempt(body: dict, n: int):
+    """agent_script.full_attempt with a Triton fix: expert.py if guided, naive.py if not."""
+    reply = agent_script.full_attempt(body, n)
+    call = reply["tool_calls"][0]
+    args = json.loads(call["function"]["arguments"])
+    if call["function"]["name"] == "write_file" and args["path"] == "solution.py" and "0 *" not in args["content"] \
+            and "x.clone()" not in args["content"]:
+        guided = any("## Expert design guidance" in str(m.get("content") or "") for m in body["messages"])
+        source = ROOT / "tasks" / agent_script.task_of(body) / ("expert.py" if guided else "naive.py")
+        args["content"] = source.read_text()
+        call["function"]["arguments"] = json.dumps(args)
+    return reply
 
 
 def d2k(*args, env):
@@ -39,7 +63,7 @@ def main() -> None:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "D2K_DB": str(out / "d2k.duckdb"), "D2K_WORKDIR": str(out / "work"), "COLUMNS": "200"}
-    with FakeOpenAI(agent_script.full_attempt) as server:
+    with FakeOpenAI(kernel_attempt) as server:
         spec = out / "spec.toml"
         spec.write_text(textwrap.dedent(f"""
             name = "paired-scripted"
