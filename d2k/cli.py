@@ -518,7 +518,7 @@ def judge_eval(
 
 
 @app.command()
-def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files written by d2k runs elsewhere."),
+def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files of d2k runs, or calibration.json files of d2k calibrate, written elsewhere."),
            db: Optional[str] = DbOption):
     """Load results produced on another machine (e.g. a GPU node) into the store."""
     from d2k.sweep import ingest as ingest_file

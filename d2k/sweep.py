@@ -8,6 +8,7 @@ store holds for (solution, workload, environment) unless ``force``.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import uuid
@@ -159,13 +160,32 @@ def run_sweep(
     return result
 
 
+def _ingest_calibration(store: Store, path: Path, counts: dict) -> dict:
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+        env, cal = data["env"], data["calibration"]
+        env["env_id"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise D2KError(f"{path}: not a calibration.json of d2k calibrate (expected 'env' and 'calibration')") from None
+    store.add_environment(env)
+    # the id is the file's hash, so ingesting the same file twice keeps one row
+    store.add_calibration(hashlib.sha256(text.encode()).hexdigest()[:32], env, cal)
+    counts["environment"] += 1
+    counts["calibration"] += 1
+    return counts
+
+
 def ingest(store: Store, bench: Benchmark | None, path: Path) -> dict:
-    """Load a run's ``results.jsonl`` (e.g. produced on a GPU node) into the store."""
+    """Load a run's ``results.jsonl`` or a ``calibration.json`` of ``d2k calibrate`` (e.g. produced
+    on a GPU node) into the store."""
     if not path.is_file():
         raise D2KError(f"results file not found: {path}")
     if bench is not None:
         store.sync_content(bench)
     counts = {"environment": 0, "solution": 0, "evaluation": 0, "calibration": 0}
+    if path.suffix == ".json":
+        return _ingest_calibration(store, path, counts)
     env = None
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():

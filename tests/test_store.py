@@ -1,5 +1,6 @@
 """Store round trip, skip-on-rerun, ingest of a results file, and schema migrations."""
 
+import json
 import pytest
 
 from d2k.content import Benchmark
@@ -80,3 +81,18 @@ def test_ingest_rejects_truncated_file(tmp_path, bench):
     bad.write_text('{"record": "environment", "env_id": "x"}\n{"record": "evalu')
     with pytest.raises(D2KError, match="not JSON"):
         ingest(Store(tmp_path / "d.duckdb"), bench, bad)
+
+
+def test_ingest_calibration_json_once(tmp_path, bench):
+    env = {"env_id": "gpu-env", "backend": "cuda", "gpu_name": "Test GPU"}
+    cal = {"copy_bytes_per_s": 4.3e12, "bf16_flops_per_s": 7.6e14, "details": {"copy": [1, 2]}}
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"env": env, "calibration": cal}))
+    store = Store(tmp_path / "d.duckdb")
+    assert ingest(store, bench, path)["calibration"] == 1
+    ingest(store, bench, path)  # the same file again: still one row
+    rows = store.con.execute("SELECT env_id, copy_bytes_per_s FROM calibrations").fetchall()
+    assert rows == [("gpu-env", 4.3e12)]
+    path.write_text('{"env": {}}')
+    with pytest.raises(D2KError, match="not a calibration.json"):
+        ingest(store, bench, path)
