@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
-# The foundation issue's GPU measurements, in one device call. Needs the wheels of pydantic and
-# duckdb in .whl/ (the GPU image lacks them). Writes the store and logs under $OUT.
+# The foundation issue's GPU measurements, in one device call. Needs the wheels of
+# benchmarks/gpu_env.sh in .whl/ (the GPU image lacks some). Writes the store and logs under $OUT.
 set -uo pipefail
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-export D2K_DB=$OUT/d2k.duckdb D2K_WORKDIR=/tmp/d2kwork
+source benchmarks/gpu_env.sh
 TASKS=${TASKS:-rmsnorm,bf16_gemm,flash_attention_prefill}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
 python3 -m d2k validate
