@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # One device call to choose among candidate kernels of a task: every VARIANTS_DIR/<task>/*.py is
 # checked and timed by `d2k bench` on the task's bench workloads, task by task in TASK_ORDER
-# (default: every folder), within SWEEP_SECONDS. EXTRA, if set, is one more `d2k bench`
-# argument list run last (e.g. "--tasks top_k_top_p_sampling --solution compiled").
+# (default: every folder), within SWEEP_SECONDS; CALIBRATE=0 skips the calibration. EXTRA, if
+# set, is one more `d2k bench` argument list run last (e.g. "--tasks T --solution compiled").
 # Prints median, SOL fraction and status per workload and candidate; the results.jsonl files and
-# the calibration come back in $OUT/results.tgz for `d2k ingest`.
+# the calibration come back in $OUT/results.tgz for `d2k ingest`, refreshed after every task so
+# a call cut short still returns what finished.
 # Needs the wheels of benchmarks/gpu_env.sh in .whl/ (carried), and VARIANTS_DIR carried.
 set -uo pipefail
 source benchmarks/gpu_env.sh
 VARIANTS_DIR=${VARIANTS_DIR:-.scratch/variants}
 TASK_ORDER=${TASK_ORDER:-$(cd "$VARIANTS_DIR" && ls -d */ | tr -d /)}
-python3 -m d2k calibrate 2>&1 | tail -8
+[[ "${CALIBRATE:-1}" = 1 ]] && python3 -m d2k calibrate 2>&1 | tail -8
+save_results() {
+  (cd "$D2K_WORKDIR" && tar czf "$OUT/results.tgz" $(find . -name results.jsonl -o -name calibration.json)) 2>/dev/null
+}
 deadline=$(( $(date +%s) + ${SWEEP_SECONDS:-480} ))
 for task in $TASK_ORDER; do
   args=(); for f in "$VARIANTS_DIR/$task"/*.py; do args+=(--solution "$f"); done
@@ -18,7 +22,8 @@ for task in $TASK_ORDER; do
   (( left > 15 )) || { echo "out of time before $task" | tee -a "$OUT/sweep.log"; break; }
   start=$(date +%s)
   timeout "$left" python3 -m d2k bench --tasks "$task" "${args[@]}" --workloads "${WORKLOADS:-bench}" >>"$OUT/sweep.log" 2>&1
-  echo "$task: ${#args[@]} arguments, $(( $(date +%s) - start )) s" | tee -a "$OUT/sweep.log"
+  echo "$task: $(( ${#args[@]} / 2 )) candidates, $(( $(date +%s) - start )) s" | tee -a "$OUT/sweep.log"
+  save_results
 done
 if [[ -n "${EXTRA:-}" ]]; then
   left=$(( deadline - $(date +%s) ))
@@ -28,4 +33,4 @@ COLUMNS=200 python3 -m d2k sql "SELECT task_id, replace(workload_id, task_id || 
     regexp_replace(solution, '.*/', '') AS candidate, round(1e3 * median_ms, 2) AS median_us,
     round(sol_fraction, 3) AS sol, status FROM v_workload_speedup ORDER BY task_id, workload, median_us" \
   | tee "$OUT/variants.txt"
-cd "$D2K_WORKDIR" && tar czf "$OUT/results.tgz" $(find . -name results.jsonl -o -name calibration.json) 2>/dev/null
+save_results
