@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # One device call to choose among candidate kernels of a task: every VARIANTS_DIR/<task>/*.py is
 # checked and timed by `d2k bench` on the task's bench workloads, task by task in TASK_ORDER
-# (default: every folder), within SWEEP_SECONDS; CALIBRATE=0 skips the calibration. EXTRA, if
-# set, is one more `d2k bench` argument list run last (e.g. "--tasks T --solution compiled").
+# (default: every folder), within SWEEP_SECONDS, with the task's expert as control (CONTROL=0
+# leaves it out); CALIBRATE=0 skips the calibration. EXTRA, if set, is one more `d2k bench`
+# argument list run last (e.g. "--tasks T --solution compiled").
 # Prints median, SOL fraction and status per workload and candidate; the results.jsonl files and
 # the calibration come back in $OUT/results.tgz for `d2k ingest`, refreshed after every task so
 # a call cut short still returns what finished.
-# Needs the wheels of benchmarks/gpu_env.sh in .whl/ (carried), and VARIANTS_DIR carried.
+# Needs the wheels of benchmarks/gpu_env.sh in .whl/ (carried), and VARIANTS_DIR carried if
+# git ignores it (benchmarks/candidates travels as it is tracked).
 set -uo pipefail
 source benchmarks/gpu_env.sh
 VARIANTS_DIR=${VARIANTS_DIR:-.scratch/variants}
@@ -18,6 +20,7 @@ save_results() {
 deadline=$(( $(date +%s) + ${SWEEP_SECONDS:-480} ))
 for task in $TASK_ORDER; do
   args=(); for f in "$VARIANTS_DIR/$task"/*.py; do args+=(--solution "$f"); done
+  [[ "${CONTROL:-1}" = 1 ]] && args+=(--solution expert)   # the shipped expert, timed in the same call
   left=$(( deadline - $(date +%s) ))
   (( left > 15 )) || { echo "out of time before $task" | tee -a "$OUT/sweep.log"; break; }
   start=$(date +%s)
