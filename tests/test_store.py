@@ -96,3 +96,28 @@ def test_ingest_calibration_json_once(tmp_path, bench):
     path.write_text('{"env": {}}')
     with pytest.raises(D2KError, match="not a calibration.json"):
         ingest(store, bench, path)
+
+
+def test_candidate_winners_query_compares_against_the_expert(tmp_path, bench):
+    # interpreter rows of expert and naive, dressed up as GPU rows of the expert and a candidate
+    store = Store(tmp_path / "w.duckdb")
+    smoke = bench.select_workloads("rmsnorm", "smoke")
+    plans = [Plan(resolve(bench, "rmsnorm", name), smoke) for name in ("expert", "naive")]
+    run_sweep(bench, store, plans, "interpreter", "test", {})
+    con = store.con
+    con.execute("UPDATE evaluations SET backend = 'cuda'")
+    con.execute("UPDATE workloads SET tag = 'bench'")
+    con.execute("UPDATE solutions SET label = '/somewhere/cand.py' WHERE label = 'naive'")
+    first, second = sorted(w.id for w in smoke)
+    con.execute("UPDATE evaluations SET median_ms = 2.0 WHERE solution_id IN (SELECT solution_id FROM solutions WHERE label = 'expert')")
+    cand = "solution_id IN (SELECT solution_id FROM solutions WHERE label = '/somewhere/cand.py')"
+    con.execute(f"UPDATE evaluations SET median_ms = 1.0 WHERE {cand} AND workload_id = ?", [first])
+    con.execute(f"UPDATE evaluations SET median_ms = 4.0 WHERE {cand} AND workload_id = ?", [second])
+    from conftest import ROOT
+
+    _, rows = store.query((ROOT / "analysis/queries/candidate_winners.sql").read_text())
+    assert rows == [("rmsnorm", "cand.py", 2, 2, 1, 1.0, None, False)]  # gains 2x and 0.5x: geomean 1
+    con.execute(f"UPDATE evaluations SET median_ms = 1.0 WHERE {cand}")
+    _, rows = store.query((ROOT / "analysis/queries/candidate_winners.sql").read_text())
+    assert rows[0][4:6] == (2, 2.0) and rows[0][-1] is True
+    store.close()

@@ -1,0 +1,21 @@
+-- Candidate kernels (any solution given by path) against the task's expert on the GPU, per task:
+-- on how many bench workloads each is faster than the expert, and its geometric-mean gain over
+-- the expert. A candidate may replace the expert only if beats_everywhere. Fill it with
+--   VARIANTS_DIR=benchmarks/candidates bash benchmarks/variants_h200.sh   (expert as control)
+-- then: d2k ingest …/results.jsonl; d2k sql @analysis/queries/candidate_winners.sql
+WITH expert AS (
+    SELECT task_id, workload_id, env_id, median_ms AS expert_ms
+    FROM v_workload_speedup WHERE solution = 'expert' AND status = 'passed' AND tag = 'bench'
+)
+SELECT c.task_id, regexp_replace(c.solution, '.*/', '') AS candidate,
+       count(*) AS workloads,
+       count(*) FILTER (WHERE c.status = 'passed') AS passed,
+       count(*) FILTER (WHERE c.status = 'passed' AND c.median_ms < x.expert_ms) AS faster,
+       round(exp(avg(ln(x.expert_ms / c.median_ms)) FILTER (WHERE c.status = 'passed')), 3) AS geomean_gain,
+       round(min(c.sol_fraction), 3) AS min_sol_fraction,
+       count(*) FILTER (WHERE c.status = 'passed' AND c.median_ms < x.expert_ms) = count(*) AS beats_everywhere
+FROM v_workload_speedup c
+JOIN expert x ON x.task_id = c.task_id AND x.workload_id = c.workload_id AND x.env_id = c.env_id
+WHERE c.tag = 'bench' AND c.solution NOT IN ('expert', 'naive', 'reference', 'compiled')
+GROUP BY ALL
+ORDER BY c.task_id, geomean_gain DESC;
