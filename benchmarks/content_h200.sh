@@ -27,4 +27,4 @@ args=(); for s in $SOLUTIONS; do args+=(--solution "$s"); done
 timeout "${BENCH_SECONDS:-520}" python3 -m d2k bench --tasks "$TASKS" "${args[@]}" --per-workload 2>&1 | tee -a "$OUT/bench.log"
 echo "sweep wall time: $(( $(date +%s) - start )) s" | tee -a "$OUT/bench.log"
 COLUMNS=220 python3 -m d2k sql @analysis/queries/baselines_table.sql | tee "$OUT/table.txt"
-tar czf "$OUT/runs.tgz" -C /tmp/d2kwork . 2>/dev/null
+tar czf "$OUT/runs.tgz" -C "$D2K_WORKDIR" . 2>/dev/null

@@ -36,10 +36,9 @@ ROOT = HERE.parent
 def kernel_attempt(body: dict, n: int):
     """agent_script.full_attempt with a Triton fix: expert.py if guided, naive.py if not."""
     reply = agent_script.full_attempt(body, n)
-    call = reply["tool_calls"][0]
-    args = json.loads(call["function"]["arguments"])
-    if call["function"]["name"] == "write_file" and args["path"] == "solution.py" and "0 *" not in args["content"] \
-            and "x.clone()" not in args["content"]:
+    if agent_script.turn_index(body) == 3:          # the script's fix: write the right solution.py
+        call = reply["tool_calls"][0]
+        args = json.loads(call["function"]["arguments"])
         guided = any("## Expert design guidance" in str(m.get("content") or "") for m in body["messages"])
         source = ROOT / "tasks" / agent_script.task_of(body) / ("expert.py" if guided else "naive.py")
         args["content"] = source.read_text()
