@@ -274,6 +274,7 @@ def calibrate(db: Optional[str] = DbOption):
             table.add_row(label, f"{cal[key] / 1e12:.1f} TFLOP/s")
     console.print(table)
     (directory / "calibration.json").write_text(json.dumps({"env": env, "calibration": cal}, indent=1, default=str))
+    console.print(f"stored, and written to {directory / 'calibration.json'} (for d2k ingest elsewhere)")
     store.close()
 
 
