@@ -58,6 +58,21 @@ def test_verdicts_from_signals():
     assert got["L3.tuned"].verdict == "implemented"
 
 
+
+def test_a_backtracking_pattern_is_undetermined_not_a_hang():
+    import time
+
+    # (a|aa)+$ backtracks exponentially on a long run of a's that is not at the end of a line
+    facts = extract(TRITON + "\n" + "a" * 60 + "b = 1\n", "t.py")
+    bad = item("L1.bad", sigs=[{"kind": "pattern", "regex": r"(a|aa)+$", "scope": "file"}])
+    good = item("L1.good", sigs=[{"kind": "pattern", "regex": r"tl\.dot", "scope": "file"}])
+    start = time.monotonic()
+    got = {v.item_id: v for v in judge(facts, [bad, good])}
+    assert time.monotonic() - start < signals.PATTERN_TIMEOUT_S + 5
+    assert got["L1.bad"].verdict == "undetermined" and "took over" in got["L1.bad"].reason
+    assert got["L1.good"].verdict == "implemented"
+
+
 def test_scores_levels_dependency_aware_and_flags():
     items = [item("L1.a"), item("L1.b"), item("L2.c", ["L1.a"]), item("L3.d", ["L2.c"]), item("L3.e")]
     verdicts = {"L1.a": "missing", "L1.b": "implemented", "L2.c": "implemented", "L3.d": "partial", "L3.e": "undetermined"}

@@ -30,6 +30,10 @@ import math
 import re
 from dataclasses import dataclass
 
+# the `regex` module (a dependency of dspy) for pattern signals: the same syntax as `re`, plus a
+# timeout, so a backtracking pattern cannot hang the judge on an unusual file
+import regex as regex_module
+
 from d2k.judge.facts import Call, Kernel, SolutionFacts, pointer_base
 
 KINDS = {
@@ -73,8 +77,8 @@ def check(signal, where: str = "") -> list[str]:
         problems += check(signal.get("signal"), f"{where}.signal")
     if kind in ("pattern", "constexpr"):
         try:
-            re.compile(signal.get("regex") or signal.get("pattern") or "")
-        except re.error as exc:
+            regex_module.compile(signal.get("regex") or signal.get("pattern") or "")
+        except regex_module.error as exc:
             problems.append(f"{where}: invalid regex: {exc}")
     if kind == "cuda" and signal.get("feature") not in CUDA_FEATURE_NAMES:
         problems.append(f"{where}: cuda feature must be one of {', '.join(sorted(CUDA_FEATURE_NAMES))}")
@@ -89,6 +93,21 @@ class Evidence:
 
     def as_dict(self) -> dict:
         return {"kernel": self.kernel, "line": self.line, "snippet": self.snippet}
+
+
+PATTERN_TIMEOUT_S = 1.0   # per pattern signal and file; far above what a sane pattern needs (< 0.05 s)
+
+
+class SignalTimeout(Exception):
+    """A pattern signal's regex ran past PATTERN_TIMEOUT_S on this file (catastrophic backtracking)."""
+
+
+def _finditer(pattern: str, text: str):
+    try:
+        # materialised inside the try: the timeout fires while iterating
+        return list(regex_module.finditer(pattern, text, regex_module.MULTILINE, timeout=PATTERN_TIMEOUT_S))
+    except TimeoutError:
+        raise SignalTimeout(f"pattern {pattern[:80]!r} took over {PATTERN_TIMEOUT_S:g} s") from None
 
 
 @dataclass
@@ -196,16 +215,15 @@ def evaluate(signal: dict, facts: SolutionFacts) -> Result:
                     ev.append(Evidence(k.name, k.line, f"{p}: tl.constexpr"))
         return Result(bool(ev), ev)
     if kind == "pattern":
-        regex = re.compile(signal["regex"], re.MULTILINE)
         if signal.get("scope", "kernel") == "file":
-            for m in regex.finditer(facts.code):  # comments and strings are not evidence
+            for m in _finditer(signal["regex"], facts.code):  # comments and strings are not evidence
                 line = facts.code.count("\n", 0, m.start()) + 1
                 ev.append(Evidence("<file>", line, facts.text.splitlines()[line - 1].strip()[:160]))
                 if len(ev) >= 5:
                     break
         else:
             for k in facts.kernels:
-                for m in regex.finditer(k.code or k.source):
+                for m in _finditer(signal["regex"], k.code or k.source):
                     line = _source_line(k, m.start())
                     ev.append(Evidence(k.name, line, _line_snippet(k, line, m.group(0))))
                     if len(ev) >= 5:

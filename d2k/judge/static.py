@@ -4,8 +4,9 @@ Deterministic, offline and fast; the default judge. For each item:
   implemented   every signal in ``signals`` holds;
   partial       some of ``signals`` hold, or one of ``partial`` holds;
   missing       none holds;
-  undetermined  the item has no signals (no reliable static evidence), or the file could not be
-                analysed (its status says why: unparseable, no_kernel, empty, not_text, too_large).
+  undetermined  the item has no signals (no reliable static evidence), the file could not be
+                analysed (its status says why: unparseable, no_kernel, empty, not_text, too_large),
+                or a pattern signal ran past its time limit on this file.
 Evidence is (kernel, line, snippet) of every holding signal. ``strength`` is ``weak`` when the
 decision rests only on text patterns or negations, ``strong`` otherwise.
 """
@@ -52,8 +53,11 @@ def judge_item(item: DesignItem, facts: SolutionFacts) -> Verdict:
         return Verdict(item.id, item.level, "undetermined", reason=f"{facts.status}: {facts.detail}")
     if not item.signals and not item.partial:
         return Verdict(item.id, item.level, "undetermined", reason="no reliable static signal for this item")
-    results = [sig.evaluate(s, facts) for s in item.signals]
-    partial_results = [sig.evaluate(s, facts) for s in item.partial]
+    try:
+        results = [sig.evaluate(s, facts) for s in item.signals]
+        partial_results = [sig.evaluate(s, facts) for s in item.partial]
+    except sig.SignalTimeout as exc:
+        return Verdict(item.id, item.level, "undetermined", reason=f"a signal could not be evaluated on this file: {exc}")
     holding = [r for r in results if r.holds]
     evidence = [e.as_dict() for r in [*holding, *(r for r in partial_results if r.holds)] for e in r.evidence][:12]
     if results and len(holding) == len(results):
