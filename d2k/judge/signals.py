@@ -95,7 +95,7 @@ class Evidence:
         return {"kernel": self.kernel, "line": self.line, "snippet": self.snippet}
 
 
-PATTERN_TIMEOUT_S = 1.0   # per pattern signal and file; far above what a sane pattern needs (< 0.05 s)
+PATTERN_TIMEOUT_S = 1.0   # per search (a file or a kernel); far above what a sane pattern needs (< 0.05 s)
 
 
 class SignalTimeout(Exception):
