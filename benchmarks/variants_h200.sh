@@ -6,7 +6,8 @@
 # argument list run last (e.g. "--tasks T --solution compiled").
 # Prints median, SOL fraction and status per workload and candidate; the results.jsonl files and
 # the calibration come back in $OUT/results.tgz for `d2k ingest`, refreshed after every task so
-# a call cut short still returns what finished.
+# a call cut short still returns what finished. WORKLOAD_TIMEOUT (90 s) bounds one workload, so a
+# candidate that hangs (a spin-wait that never ends, say) costs little of the call.
 # Needs the wheels of benchmarks/gpu_env.sh in .whl/ (carried), and VARIANTS_DIR carried if
 # git ignores it (benchmarks/candidates travels as it is tracked).
 set -uo pipefail
@@ -24,7 +25,8 @@ for task in $TASK_ORDER; do
   left=$(( deadline - $(date +%s) ))
   (( left > 15 )) || { echo "out of time before $task" | tee -a "$OUT/sweep.log"; break; }
   start=$(date +%s)
-  timeout "$left" python3 -m d2k bench --tasks "$task" "${args[@]}" --workloads "${WORKLOADS:-bench}" >>"$OUT/sweep.log" 2>&1
+  timeout "$left" python3 -m d2k bench --tasks "$task" "${args[@]}" --workloads "${WORKLOADS:-bench}" \
+    --timeout "${WORKLOAD_TIMEOUT:-90}" >>"$OUT/sweep.log" 2>&1
   echo "$task: $(( ${#args[@]} / 2 )) candidates, $(( $(date +%s) - start )) s" | tee -a "$OUT/sweep.log"
   save_results
 done
