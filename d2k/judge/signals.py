@@ -103,9 +103,9 @@ class SignalTimeout(Exception):
 
 
 def _finditer(pattern: str, text: str):
+    """regex.finditer under the time limit; a generator, so a caller that stops early stops the search."""
     try:
-        # materialised inside the try: the timeout fires while iterating
-        return list(regex_module.finditer(pattern, text, regex_module.MULTILINE, timeout=PATTERN_TIMEOUT_S))
+        yield from regex_module.finditer(pattern, text, regex_module.MULTILINE, timeout=PATTERN_TIMEOUT_S)
     except TimeoutError:
         raise SignalTimeout(f"pattern {pattern[:80]!r} took over {PATTERN_TIMEOUT_S:g} s") from None
 
@@ -208,7 +208,7 @@ def evaluate(signal: dict, facts: SolutionFacts) -> Result:
             ev.append(Evidence(kname, d.line, d.text))
         return Result(bool(ev), ev)
     if kind == "constexpr":
-        pattern = re.compile(signal["pattern"])
+        pattern = regex_module.compile(signal["pattern"])  # the module `check` validated it with
         for k in facts.kernels:
             for p in k.constexprs:
                 if pattern.search(p):
