@@ -86,14 +86,16 @@ def store_outcome(store: Store, spec: ExperimentSpec, work_dir: Path, outcome: d
                      t["latency_s"], t["harness_s"], t["note"]])
     if rows:
         store.con.executemany("INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
-    submission_id = None
+    submission = None
     for key in ("submission", "reference_solution"):
         sub = outcome.get(key)
         if sub:
             kind = "reference" if key == "reference_solution" else "file"
-            store.add_solution(Solution(sub["solution_id"], outcome["task_id"], sub["label"], kind, Path(sub["path"]), sub["source"]))
+            solution = Solution(sub["solution_id"], outcome["task_id"], sub["label"], kind, Path(sub["path"]), sub["source"])
+            store.add_solution(solution)
             if key == "submission":
-                submission_id = sub["solution_id"]
+                submission = solution
+    submission_id = submission.solution_id if submission else None
     for record in outcome.get("evaluations", []):
         store.add_evaluation({**record, "run_id": f"experiment:{spec.name}", "env_id": outcome.get("env_id") or record.get("env_id")})
     proposal_id = None
@@ -103,14 +105,12 @@ def store_outcome(store: Store, spec: ExperimentSpec, work_dir: Path, outcome: d
         result = judge_proposal_text(bench, outcome["task_id"], outcome["design"], judge_context, store)
         store_proposal(store, result, f"{spec.name}/{attempt_id}/DESIGN.md", outcome["workspace"], outcome["design"])
         proposal_id = result.proposal_id
-    if submission_id:
+    if submission:
         from d2k.judge.run import judge_solution, store_judgement
 
-        sub = outcome["submission"]
-        solution = Solution(sub["solution_id"], outcome["task_id"], sub["label"], "file", Path(sub["path"]), sub["source"])
-        store_judgement(store, judge_solution(bench, solution, "static"))
+        store_judgement(store, judge_solution(bench, submission, "static"))
         if judge_context is not None:
-            store_judgement(store, judge_solution(bench, solution, "hybrid", judge_context, store))
+            store_judgement(store, judge_solution(bench, submission, "hybrid", judge_context, store))
     prompt_tokens = sum(t["prompt_tokens"] or 0 for t in outcome["turns"])
     completion_tokens = sum(t["completion_tokens"] or 0 for t in outcome["turns"])
     harness = sum(t["harness_s"] or 0 for t in outcome["turns"])
