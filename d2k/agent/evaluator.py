@@ -11,6 +11,15 @@ from d2k.jobs import evaluation_job
 from d2k.solutions import Solution, resolve, sha256
 
 
+def select_workloads(bench: Benchmark, task_id: str, tag: str, backend: str):
+    """The task's workloads of ``tag``, and a note when the backend changes them: the CPU
+    interpreter runs smoke workloads in place of bench ones."""
+    if backend == "interpreter" and tag != "smoke":
+        return bench.select_workloads(task_id, "smoke"), \
+            f"no GPU here: {tag} workloads replaced by smoke workloads under the CPU interpreter"
+    return bench.select_workloads(task_id, tag), None
+
+
 class BackendEvaluator:
     def __init__(self, bench: Benchmark, task_id: str, backend: str, work_dir: Path,
                  limits: runner.Limits | None = None, timing: dict | None = None, env: dict | None = None):
@@ -25,10 +34,7 @@ class BackendEvaluator:
         self._reference: dict[str, float] | None = None
 
     def _workloads(self, tag: str):
-        note = None
-        if self.backend == "interpreter" and tag == "bench":
-            tag, note = "smoke", "no GPU here: bench workloads replaced by smoke workloads under the CPU interpreter"
-        return self.bench.select_workloads(self.task_id, tag), note
+        return select_workloads(self.bench, self.task_id, tag, self.backend)
 
     def _run(self, solution: Solution, workloads, check: bool, time: bool) -> list[dict]:
         self.calls += 1

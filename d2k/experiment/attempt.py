@@ -15,7 +15,7 @@ from pathlib import Path
 
 from d2k import runner
 from d2k.agent import prompts
-from d2k.agent.evaluator import BackendEvaluator
+from d2k.agent.evaluator import BackendEvaluator, select_workloads
 from d2k.agent.loop import ModelConfig, run_agent
 from d2k.agent.tools import DESIGN_FILE, Tools
 from d2k.agent.workspace import Workspace
@@ -77,10 +77,7 @@ def run_attempt(spec: dict, attempt: dict, root: str, work_dir: str, backend: st
                             "file", path, source)
         outcome["submission"] = {"solution_id": solution.solution_id, "path": str(path), "source": source,
                                  "label": solution.label}
-        tag = spec_obj.workloads
-        if backend == "interpreter" and tag != "smoke":
-            tag = "smoke"  # no GPU: the CPU interpreter runs only smoke workloads
-        workloads = bench.select_workloads(attempt["task_id"], tag)
+        workloads, _ = select_workloads(bench, attempt["task_id"], spec_obj.workloads, backend)
         for sol in ([solution, resolve(bench, attempt["task_id"], "reference")] if backend == "cuda" else [solution]):
             job = evaluation_job(bench, sol, workloads, backend, events_path="",
                                  check=sol.kind != "reference", time=True)
