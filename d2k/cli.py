@@ -39,6 +39,15 @@ def _bench(only: list[str] | None = None):
     return Benchmark.load(only=only)
 
 
+def _print_table(cols, rows, title: str | None = None, digits: int = 4) -> None:
+    table = Table(title=title)
+    for c in cols:
+        table.add_column(c)
+    for row in rows:
+        table.add_row(*[_fmt(v, digits) for v in row])
+    console.print(table)
+
+
 def _fmt(value, digits: int = 4) -> str:
     if value is None:
         return "—"
@@ -147,12 +156,7 @@ def _summary(store, env: dict, solution_ids: list[str], per_workload: bool) -> N
                 FROM v_evaluations WHERE env_id = ? AND solution_id IN ({placeholders})
                 GROUP BY ALL ORDER BY task_id, solution""", [env["env_id"], *solution_ids])
         title = "Correctness under the CPU Triton interpreter (timings there are not kernel speed)"
-    table = Table(title=title)
-    for c in cols:
-        table.add_column(c)
-    for row in rows:
-        table.add_row(*[_fmt(v) for v in row])
-    console.print(table)
+    _print_table(cols, rows, title)
 
 
 def _run(bench_content, plans, backend: str, command: str, args: dict, db, force: bool, per_workload: bool, timeout: float):
@@ -304,12 +308,7 @@ def sql(
         writer.writerows(rows)
         sys.stdout.write(buf.getvalue())
     else:
-        table = Table()
-        for c in cols:
-            table.add_column(c)
-        for r in rows:
-            table.add_row(*[_fmt(v, 6) for v in r])
-        console.print(table)
+        _print_table(cols, rows, digits=6)
         err_console.print(f"{len(rows)} row(s)")
 
 
@@ -581,12 +580,7 @@ def experiment_run(
         "SELECT model, task_id, condition, status, agent_status, turns, passed || '/' || workloads AS passed, "
         "round(geomean_speedup, 3) AS speedup, round(implementation_score, 1) AS impl_score, "
         "round(design_coverage, 1) AS design_cov FROM v_attempts WHERE experiment = ? ORDER BY ALL", [spec.name])
-    table = Table(title=f"experiment {spec.name}")
-    for c in cols:
-        table.add_column(c)
-    for r in rows:
-        table.add_row(*[_fmt(v) for v in r])
-    console.print(table)
+    _print_table(cols, rows, f"experiment {spec.name}")
     store.close()
     if counts["failed"]:
         raise typer.Exit(1)
@@ -608,12 +602,7 @@ def experiment_status(
     if not rows:
         console.print("no attempts in the store" + (f" for {spec_path}" if spec_path else ""))
         return
-    table = Table(title="experiment status")
-    for c in cols:
-        table.add_column(c)
-    for r in rows:
-        table.add_row(*[_fmt(v) for v in r])
-    console.print(table)
+    _print_table(cols, rows, "experiment status")
 
 
 def main() -> None:
