@@ -59,10 +59,13 @@ class Kernel:
     cuda: dict[str, list[int]] = field(default_factory=dict)
 
 
+_LEADING_NAME = re.compile(r"\s*\(?\s*([A-Za-z_]\w*)")   # the first name of an expression
+
+
 def pointer_base(kernel: "Kernel", expr: str) -> str:
     """The kernel parameter a pointer expression derives from, following simple assignments
     (``x_ptrs = X + offs`` then ``tl.load(x_ptrs)`` → ``X``); the first name when none is found."""
-    m = re.match(r"\s*\(?\s*([A-Za-z_]\w*)", expr)
+    m = _LEADING_NAME.match(expr)
     name = m.group(1) if m else ""
     seen = set()
     while name and name not in kernel.params and name in kernel.assigns and name not in seen:
@@ -201,7 +204,7 @@ def _walk_py(node, kernel: Kernel, depth: int, loop_stack: list[Loop]):
     elif t in ("assignment", "augmented_assignment"):
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         if left is not None and right is not None and left.type == "identifier":
-            m = re.match(r"\s*\(?\s*([A-Za-z_]\w*)", _text(right, 200))
+            m = _LEADING_NAME.match(_text(right, 200))
             if m and m.group(1) != _text(left):
                 kernel.assigns[_text(left)] = m.group(1)
     if t in ("for_statement", "while_statement"):
