@@ -8,19 +8,31 @@ For every token i with s = slot_mapping[i] >= 0, and every kv head h:
 Padding tokens (slot -1) write nothing; no other slot of the caches is touched.
 
 Design (a memory-bound row scatter: one bf16 read and one fp8 write per element):
-  * one program per token writes both K and V for all heads: a token's Hkv x D row is
-    contiguous in the source and in the destination page slot, so one slot lookup serves
-    2 * Hkv * D elements; padding tokens return right after that lookup;
+  * each program writes both K and V for all heads of TB consecutive tokens, as one
+    [TB, Hkv, D] tile per tensor: a token's Hkv x D row is contiguous in the source and in its
+    destination page slot, so one slot lookup per token serves 2 * Hkv * D elements; the TB
+    slots are fetched with one vector load, and padding tokens (slot < 0) are masked off
+    before any load of key or value, so they cost only their slot load and write nothing;
+  * several tokens per program amortise the per-program work (slot load, scale loads,
+    program launch and retire) over TB rows and put TB times more bytes in flight per
+    program: TB = TILE / (next_pow2(Hkv) * next_pow2(D)) tokens (TILE = 2048 elements, so
+    2 tokens for Hkv = 8, 4 for Hkv = 4), lowered until the grid keeps >= 2 programs per SM;
+    the decode step (T = 256) thus stays at one token per program, like the old kernel;
   * the quantization is fused into the copy (no separate quant kernel, no bf16 staging),
     and each scale is loaded and inverted once per program (a multiply per element);
   * the destination address is built from separate block, page and head strides (vLLM's
     block_stride / page_stride / head_stride), so the same kernel serves NHD and HND pages
     while each head's D-vector stays one contiguous store;
-  * page and token offsets are int64 (production pools exceed 2^31 elements);
+  * page offsets are int64 (production pools exceed 2^31 elements): the slot stays int64
+    through the page split and the block stride; the program's first-token offset into
+    key / value is int64, the offsets inside the tile are int32;
   * contiguous D columns with divisibility-16 strides give 16-byte bf16 loads and 8-byte
     fp8 stores per thread; the K and V loads are both issued before either store, and the
-    sources are streamed with evict_first (they are dead after this kernel);
-  * num_warps follows the row size (1 warp for Hkv * D = 256, 4 for 1024);
+    sources are streamed with evict_first (they are dead after this kernel); the head and
+    dim masks are compiled out when Hkv and D are powers of two;
+  * num_warps follows the tile size: TB * Hkv * D / (32 * 16), i.e. 16 elements (two 16-byte
+    loads) per thread per tensor, clamped to [1, 16] (4 warps for both prefill shapes, 1 warp
+    for the decode step's 2 x 128 row);
   * on sm_90+ the kernel is launched with programmatic dependent launch (the decode step's
     append is a few microseconds of work behind a launch).
 Dtypes come from the pointers, so the kernel runs bf16 on the GPU and fp16 under
@@ -35,40 +47,56 @@ import triton.language as tl
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 FP8_MAX = tl.constexpr(448.0)   # a constexpr global: usable inside @triton.jit
 
+TILE = 2048            # elements of one tensor's [TB, Hkv, D] tile (next_pow2 of Hkv and D)
+ELEMS_PER_THREAD = 16  # elements of one tensor per thread -> num_warps
+PROGS_PER_SM = 2       # lower TB until the grid has at least this many programs per SM
+
 
 @triton.jit
 def _kv_append_fp8_kernel(
-    K, V, KC, VC, SLOT, KS, VS,
+    K, V, KC, VC, SLOT, KS, VS, n_tokens,
     stride_kt, stride_kh, stride_vt, stride_vh,
     block_stride, page_stride, head_stride,      # cache strides in elements (both caches)
     page_size, n_heads, head_dim,
+    TB: tl.constexpr,          # tokens per program
     HB: tl.constexpr,          # next_pow2(n_heads)
     BD: tl.constexpr,          # next_pow2(head_dim)
+    EVEN_H: tl.constexpr,      # HB == n_heads
+    EVEN_D: tl.constexpr,      # BD == head_dim
     USE_PDL: tl.constexpr,
 ):
-    """Token tok: unless slot_mapping[tok] < 0, write clamp(key[tok] / k_scale) and
-    clamp(value[tok] / v_scale), as fp8, to page slot // page_size, row slot % page_size."""
-    tok = tl.program_id(0)
+    """Tokens [pid * TB, pid * TB + TB): for each with slot_mapping[tok] >= 0, write
+    clamp(key[tok] / k_scale) and clamp(value[tok] / v_scale), as fp8, to page
+    slot // page_size, row slot % page_size."""
+    pid = tl.program_id(0)
     if USE_PDL:
         tl.extra.cuda.gdc_wait()
-    slot = tl.load(SLOT + tok).to(tl.int64)
-    if slot < 0:                                  # padding token: nothing to write
-        return
-    blk = slot // page_size
-    off = slot % page_size
+    tok0 = pid * TB
+    t = tl.arange(0, TB)
     h = tl.arange(0, HB)
     d = tl.max_contiguous(tl.multiple_of(tl.arange(0, BD), BD), BD)
-    mask = (h < n_heads)[:, None] & (d < head_dim)[None, :]
-    tok64 = tok.to(tl.int64)
-    k = tl.load(K + tok64 * stride_kt + h[:, None] * stride_kh + d[None, :], mask=mask,
-                other=0.0, eviction_policy="evict_first")
-    v = tl.load(V + tok64 * stride_vt + h[:, None] * stride_vh + d[None, :], mask=mask,
-                other=0.0, eviction_policy="evict_first")
+    # one vector load of the TB slots; tokens past the end read as padding
+    slot = tl.load(SLOT + tok0 + t, mask=tok0 + t < n_tokens, other=-1).to(tl.int64)
+    valid = slot >= 0                             # padding tokens: nothing loaded or written
+    mask = valid[:, None, None]
+    if not EVEN_H:
+        mask = mask & (h < n_heads)[None, :, None]
+    if not EVEN_D:
+        mask = mask & (d < head_dim)[None, None, :]
+    tok64 = tok0.to(tl.int64)
+    k_src = K + tok64 * stride_kt
+    v_src = V + tok64 * stride_vt
+    k_off = t[:, None, None] * stride_kt + (h[:, None] * stride_kh + d[None, :])[None, :, :]
+    v_off = t[:, None, None] * stride_vt + (h[:, None] * stride_vh + d[None, :])[None, :, :]
+    k = tl.load(k_src + k_off, mask=mask, other=0.0, eviction_policy="evict_first")
+    v = tl.load(v_src + v_off, mask=mask, other=0.0, eviction_policy="evict_first")
     inv_k = 1.0 / tl.load(KS)                     # once per program
     inv_v = 1.0 / tl.load(VS)
     if USE_PDL:
         tl.extra.cuda.gdc_launch_dependents()
-    dst = blk * block_stride + off * page_stride + h[:, None] * head_stride + d[None, :]
+    blk = (slot // page_size)[:, None, None]
+    off = (slot % page_size)[:, None, None]
+    dst = blk * block_stride + off * page_stride + h[None, :, None] * head_stride + d[None, None, :]
     kq = tl.clamp(k.to(tl.float32) * inv_k, -FP8_MAX, FP8_MAX)
     vq = tl.clamp(v.to(tl.float32) * inv_v, -FP8_MAX, FP8_MAX)
     tl.store(KC + dst, kq.to(KC.dtype.element_ty), mask=mask)
@@ -76,6 +104,17 @@ def _kv_append_fp8_kernel(
 
 
 _pdl_ok = {}
+_n_sm = {}
+
+
+def _sm_count(t):
+    if _INTERPRET or not t.is_cuda:
+        return 4
+    dev = t.device.index
+    n = _n_sm.get(dev)
+    if n is None:
+        n = _n_sm[dev] = torch.cuda.get_device_properties(t.device).multi_processor_count
+    return n
 
 
 def run(key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale):
@@ -85,13 +124,17 @@ def run(key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale):
     assert key_cache.stride() == value_cache.stride(), "key and value caches must share strides"
     assert key.stride(-1) == 1 and value.stride(-1) == 1 and key_cache.stride(-1) == 1
     hb, bd = triton.next_power_of_2(H), triton.next_power_of_2(D)
-    num_warps = max(1, min(4, (hb * bd) // 256))
-    args = (key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale,
+    tb = max(1, TILE // (hb * bd))
+    min_progs = PROGS_PER_SM * _sm_count(key)
+    while tb > 1 and triton.cdiv(T, tb) < min_progs:
+        tb //= 2
+    num_warps = max(1, min(16, (tb * hb * bd) // (32 * ELEMS_PER_THREAD)))
+    args = (key, value, key_cache, value_cache, slot_mapping, k_scale, v_scale, T,
             key.stride(0), key.stride(1), value.stride(0), value.stride(1),
             key_cache.stride(0), key_cache.stride(1), key_cache.stride(2),
             key_cache.shape[1], H, D)
-    kw = dict(HB=hb, BD=bd, num_warps=num_warps)
-    grid = (T,)
+    kw = dict(TB=tb, HB=hb, BD=bd, EVEN_H=hb == H, EVEN_D=bd == D, num_warps=num_warps)
+    grid = (triton.cdiv(T, tb),)
     if _INTERPRET or not key.is_cuda:
         _kv_append_fp8_kernel[grid](*args, USE_PDL=False, **kw)
         return None
