@@ -131,3 +131,41 @@ SELECT experiment, model, task_id,
        avg(CASE WHEN condition = 'unguided' THEN design_coverage END) AS unguided_design_coverage
 FROM v_attempts WHERE status = 'finished'
 GROUP BY ALL;
+
+-- Per model, task and condition: the attempts' correctness and speed (seeds averaged).
+-- task_score is the task's contribution to the Performance Score: its speedup, 0 when incorrect.
+CREATE OR REPLACE VIEW v_task_outcomes AS
+SELECT experiment, model, task_id, condition,
+       count(*) AS attempts,
+       avg(correct::INT) AS correct_rate,
+       avg(CASE WHEN correct THEN coalesce(geomean_speedup, 0) ELSE 0 END) AS task_score,
+       exp(avg(ln(geomean_speedup)) FILTER (WHERE correct AND geomean_speedup > 0)) AS speedup_when_correct,
+       avg(implementation_score) AS implementation_score,
+       avg(design_coverage) AS design_coverage
+FROM v_attempts WHERE status = 'finished'
+GROUP BY ALL;
+
+-- Per model and condition, the headline metrics of D2K-Bench:
+--   correctness        share of tasks whose submission is correct on every workload;
+--   performance_score  mean over tasks of the task speedup, an incorrect submission counting 0;
+--   geomean_speedup    geometric mean of task speedups, only for a model correct on all of the
+--                      experiment's tasks in both conditions (NULL otherwise);
+--   speed_measured     whether any speedup came from the GPU (interpreter runs give none).
+CREATE OR REPLACE VIEW v_performance AS
+WITH always_correct AS (
+    SELECT experiment, model
+    FROM v_task_outcomes
+    GROUP BY ALL
+    HAVING count(DISTINCT condition) = 2 AND min(correct_rate) = 1
+)
+SELECT o.experiment, o.model, o.condition,
+       count(*) AS tasks,
+       avg(o.correct_rate) AS correctness,
+       avg(o.task_score) AS performance_score,
+       CASE WHEN a.model IS NOT NULL THEN exp(avg(ln(o.speedup_when_correct))) END AS geomean_speedup,
+       count(o.speedup_when_correct) > 0 AS speed_measured,
+       avg(o.implementation_score) AS implementation_score,
+       avg(o.design_coverage) AS design_coverage
+FROM v_task_outcomes o
+LEFT JOIN always_correct a ON a.experiment = o.experiment AND a.model = o.model
+GROUP BY o.experiment, o.model, o.condition, a.model;

@@ -534,6 +534,33 @@ def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files of 
     store.close()
 
 
+@app.command()
+def report(
+    out: Path = typer.Option(Path("d2k-report"), "--out", help="Folder to write index.html, figures/ and tables/ into."),
+    db: Optional[str] = DbOption,
+):
+    """Write the benchmark report: every metric of the store as tables and figures in one HTML page."""
+    from d2k.content import find_root
+    from d2k.report import SECTIONS, build, write
+
+    store = _store(db)
+    try:
+        with Progress(TextColumn("report"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[current]}"),
+                      console=err_console, transient=True) as progress:
+            bar = progress.add_task("report", total=len(SECTIONS), current="")
+
+            results = build(store, find_root(), lambda name: progress.update(bar, advance=1, current=name))
+    finally:
+        store.close()
+    try:
+        page = write(results, out, store.path)
+    except OSError as exc:
+        raise D2KError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
+    filled = sum(1 for r in results if r.rows)
+    console.print(f"report: {page} ({filled} of {len(results)} sections with data, "
+                  f"{sum(1 for r in results if r.figure)} figure(s))")
+
+
 experiment_app = typer.Typer(no_args_is_help=True, help="Paired agent experiments: run a spec, follow its progress.")
 app.add_typer(experiment_app, name="experiment")
 

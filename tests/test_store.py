@@ -5,7 +5,7 @@ import pytest
 
 from d2k.content import Benchmark
 from d2k.errors import D2KError
-from d2k.solutions import resolve
+from d2k.solutions import Solution, resolve
 from d2k.store import Store
 from d2k.sweep import Plan, ingest, run_sweep
 
@@ -120,4 +120,18 @@ def test_candidate_winners_query_compares_against_the_expert(tmp_path, bench):
     con.execute(f"UPDATE evaluations SET median_ms = 1.0 WHERE {cand}")
     _, rows = store.query((ROOT / "analysis/queries/candidate_winners.sql").read_text())
     assert rows[0][4:6] == (2, 2.0) and rows[0][-1] is True
+    store.close()
+
+
+def test_a_candidate_promoted_to_expert_takes_the_expert_label(tmp_path, bench):
+    # the same bytes timed first as a candidate path, then shipped as the task's expert
+    store = Store(tmp_path / "p.duckdb")
+    expert = resolve(bench, "rmsnorm", "expert")
+    candidate = Solution(expert.solution_id, "rmsnorm", "benchmarks/candidates/rmsnorm/fast.py", "file",
+                         tmp_path / "fast.py", expert.source)
+    store.add_solution(candidate)
+    store.add_solution(expert)
+    assert store.query("SELECT label, path FROM solutions")[1] == [("expert", str(expert.path))]
+    store.add_solution(candidate)  # seen again under its path: the shipped name stays
+    assert store.query("SELECT label FROM solutions")[1] == [("expert",)]
     store.close()

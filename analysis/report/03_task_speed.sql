@@ -1,0 +1,10 @@
+-- GPU only: per task and solution, geometric means over the bench workloads of the speedup over
+-- the eager reference and of the SOL fraction. `version` is the start of the solution's sha256;
+-- `latest` marks the newest version of each name (an expert replaced later keeps its old rows).
+SELECT t.task_id, regexp_replace(t.solution, '.*/', '') AS solution, left(t.solution_id, 8) AS version,
+       t.gpu_name, t.workloads, t.passed,
+       round(t.geomean_speedup, 3) AS geomean_speedup, round(t.geomean_sol_fraction, 3) AS geomean_sol_fraction,
+       row_number() OVER (PARTITION BY t.task_id, t.solution, t.env_id ORDER BY s.created_at DESC) = 1 AS latest
+FROM v_task_speedup t
+JOIN solutions s USING (solution_id)
+ORDER BY t.task_id, t.geomean_speedup DESC NULLS LAST;

@@ -1,0 +1,204 @@
+"""Figures of the report, drawn with matplotlib (Agg) from query results and returned as SVG text.
+
+Each function takes the columns and rows of one report query and returns None when the rows hold
+nothing to draw, so the report can say so instead of showing an empty axis.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections import defaultdict
+
+MAIN_SOLUTIONS = ("expert", "naive", "compiled", "reference")
+COLORS = {"expert": "#1b7837", "naive": "#762a83", "compiled": "#2166ac", "reference": "#8c8c8c",
+          "guided": "#1b7837", "unguided": "#b35806"}
+OTHER_COLORS = ["#e08214", "#d6604d", "#4393c3", "#35978f", "#bf812d", "#8073ac"]
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"font.size": 9, "svg.fonttype": "none", "axes.spines.top": False,
+                         "axes.spines.right": False})
+    return plt
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    _pyplot().close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]  # drop the XML prolog so the SVG can be inlined in HTML
+
+
+def _plain_numbers():
+    """Log-axis tick labels as plain numbers (0.5, 2, 10), not powers of ten."""
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _: f"{v:g}")
+
+
+def _records(cols, rows) -> list[dict]:
+    return [dict(zip(cols, r)) for r in rows]
+
+
+def _color(name: str, others: dict) -> str:
+    if name in COLORS:
+        return COLORS[name]
+    if name not in others:
+        others[name] = OTHER_COLORS[len(others) % len(OTHER_COLORS)]
+    return others[name]
+
+
+def _main_gpu(records: list[dict]) -> str | None:
+    """The GPU with the most rows: one figure shows one machine (the tables show all)."""
+    counts: dict[str, int] = defaultdict(int)
+    for r in records:
+        counts[r.get("gpu_name") or "?"] += 1
+    return max(counts, key=counts.get) if counts else None
+
+
+def _solution_order(names, max_solutions: int) -> list[str]:
+    """The shipped solutions when present (candidates and submissions stay in the tables), else
+    the first names in order."""
+    main = [s for s in MAIN_SOLUTIONS if s in names]
+    return main if main else sorted(names)[:max_solutions]
+
+
+def _latest(records: list[dict]) -> list[dict]:
+    return [r for r in records if r.get("latest", True)]
+
+
+def task_speedups(cols, rows, max_solutions: int = 6) -> str | None:
+    """Grouped horizontal bars: geomean speedup over eager per task and solution (log scale)."""
+    records = [r for r in _latest(_records(cols, rows)) if r["geomean_speedup"] and r["geomean_speedup"] > 0]
+    gpu = _main_gpu(records)
+    records = [r for r in records if (r.get("gpu_name") or "?") == gpu and r["solution"] != "reference"]
+    if not records:
+        return None
+    solutions = _solution_order({r["solution"] for r in records}, max_solutions)
+    tasks = sorted({r["task_id"] for r in records}, reverse=True)
+    value = {(r["task_id"], r["solution"]): r["geomean_speedup"] for r in records}
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(tasks) + 1.2))
+    height = 0.8 / len(solutions)
+    others: dict = {}
+    for k, sol in enumerate(solutions):
+        ys = [i + (k - (len(solutions) - 1) / 2) * height for i in range(len(tasks))]
+        xs = [value.get((t, sol), float("nan")) for t in tasks]
+        ax.barh(ys, xs, height=height, color=_color(sol, others), label=sol)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(_plain_numbers())
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_yticks(range(len(tasks)), tasks)
+    ax.set_xlabel(f"geometric-mean speedup over the eager reference ({gpu}, bench workloads)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    return _svg(fig)
+
+
+def sol_fractions(cols, rows, max_solutions: int = 6, target: float = 0.8) -> str | None:
+    """Dots: each bench workload's SOL fraction per task and solution, with the 0.8 line."""
+    records = [r for r in _latest(_records(cols, rows)) if r["sol_fraction"] is not None and r["status"] == "passed"]
+    gpu = _main_gpu(records)
+    records = [r for r in records if (r.get("gpu_name") or "?") == gpu]
+    if not records:
+        return None
+    solutions = _solution_order({r["solution"] for r in records}, max_solutions)
+    records = [r for r in records if r["solution"] in solutions]
+    tasks = sorted({r["task_id"] for r in records}, reverse=True)
+    row_of = {t: i for i, t in enumerate(tasks)}
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(tasks) + 1.2))
+    others: dict = {}
+    for k, sol in enumerate(solutions):
+        pts = [r for r in records if r["solution"] == sol]
+        ys = [row_of[r["task_id"]] + (k - (len(solutions) - 1) / 2) * 0.12 for r in pts]
+        ax.scatter([r["sol_fraction"] for r in pts], ys, s=14, color=_color(sol, others), label=sol)
+    ax.axvline(target, color="black", lw=0.8, ls="--")
+    ax.set_xlim(0, max(1.0, max(r["sol_fraction"] for r in records) * 1.05))
+    ax.set_yticks(range(len(tasks)), tasks)
+    ax.set_xlabel(f"SOL fraction per bench workload ({gpu}); dashed: {target}")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
+    return _svg(fig)
+
+
+def implementation_heatmap(cols, rows, judge: str = "static") -> str | None:
+    """Heatmap of the combined implementation score (0-100) per task: the shipped expert and
+    naive solutions, and the mean over every other judged solution (candidates, submissions)."""
+    records = [r for r in _latest(_records(cols, rows)) if r["judge"] == judge and r["combined"] is not None]
+    if not records:
+        return None
+    other = "others (mean)"
+    by_cell: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in records:
+        column = r["solution"] if r["solution"] in ("expert", "naive") else other
+        by_cell[(r["task_id"], column)].append(r["combined"])
+    solutions = [c for c in ("expert", "naive", other) if any(k[1] == c for k in by_cell)]
+    tasks = sorted({r["task_id"] for r in records})
+    grid = [[float("nan")] * len(solutions) for _ in tasks]
+    counts = [[0] * len(solutions) for _ in tasks]
+    for (task, column), values in by_cell.items():
+        i, j = tasks.index(task), solutions.index(column)
+        grid[i][j] = sum(values) / len(values)
+        counts[i][j] = len(values)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(1.3 * len(solutions) + 3.4, 0.34 * len(tasks) + 1.4))
+    image = ax.imshow(grid, cmap="Greens", vmin=0, vmax=100, aspect="auto")
+    for i, row in enumerate(grid):
+        for j, v in enumerate(row):
+            if not math.isnan(v):
+                label = f"{v:.0f}" + (f" (n={counts[i][j]})" if solutions[j] == other else "")
+                ax.text(j, i, label, ha="center", va="center", fontsize=8, color="white" if v > 60 else "black")
+    ax.set_xticks(range(len(solutions)), solutions)
+    ax.set_yticks(range(len(tasks)), tasks)
+    fig.colorbar(image, ax=ax, label=f"implementation score ({judge} judge)")
+    return _svg(fig)
+
+
+def performance(cols, rows) -> str | None:
+    """Bars per model: correctness and Performance Score, guided against unguided."""
+    records = _records(cols, rows)
+    if not records:
+        return None
+    models = sorted({(r["experiment"], r["model"]) for r in records})
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(8, 0.5 * len(models) + 1.6))
+    for ax, metric, label in ((axes[0], "correctness", "correctness (share of tasks)"),
+                              (axes[1], "performance_score", "Performance Score (mean task speedup, incorrect = 0)")):
+        for k, condition in enumerate(("guided", "unguided")):
+            value = {(r["experiment"], r["model"]): r[metric] for r in records if r["condition"] == condition}
+            ys = [i + (0.2 if k == 0 else -0.2) for i in range(len(models))]
+            ax.barh(ys, [value.get(m) or 0 for m in models], height=0.38, color=COLORS[condition], label=condition)
+        ax.set_yticks(range(len(models)), [f"{m} ({e})" for e, m in models])
+        ax.set_xlabel(label)
+    axes[1].set_yticks([])
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
+    return _svg(fig)
+
+
+def paired_speedups(cols, rows) -> str | None:
+    """Scatter: each (model, task)'s speedup with the guidance against without it, with y = x."""
+    records = [r for r in _records(cols, rows) if r["guided_speedup"] and r["unguided_speedup"]]
+    if not records:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(4.8, 4.4))
+    xs = [r["unguided_speedup"] for r in records]
+    ys = [r["guided_speedup"] for r in records]
+    ax.scatter(xs, ys, s=18, color=COLORS["guided"])
+    for r, x, y in zip(records, xs, ys):
+        ax.annotate(r["task_id"], (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    lo, hi = min(xs + ys) / 1.3, max(xs + ys) * 1.3
+    ax.plot([lo, hi], [lo, hi], color="black", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(_plain_numbers())
+        axis.set_minor_formatter(_plain_numbers())
+    ax.set_xlabel("speedup without guidance")
+    ax.set_ylabel("speedup with the expert design")
+    return _svg(fig)

@@ -1,0 +1,140 @@
+"""The report (`d2k report`) and the headline metric views it shows (v_performance)."""
+
+import csv
+import datetime as dt
+import subprocess
+
+import pytest
+
+from conftest import d2k_command
+from d2k.content import Benchmark, find_root
+from d2k.judge.run import judge_solution, store_judgement
+from d2k.report import SECTIONS, build, write
+from d2k.solutions import resolve
+from d2k.store import Store
+from d2k.sweep import Plan, run_sweep
+
+
+@pytest.fixture(scope="module")
+def gpu_like_store(tmp_path_factory):
+    """rmsnorm's expert, naive and reference run on the interpreter, then dressed up as GPU rows
+    with chosen times (reference 4 ms, naive 2 ms, expert 1 ms) and a calibration; both judged."""
+    path = tmp_path_factory.mktemp("report") / "r.duckdb"
+    bench = Benchmark.load(only=["rmsnorm"])
+    store = Store(path)
+    smoke = bench.select_workloads("rmsnorm", "smoke")
+    solutions = {name: resolve(bench, "rmsnorm", name) for name in ("expert", "naive", "reference")}
+    run_sweep(bench, store, [Plan(s, smoke) for s in solutions.values()], "interpreter", "test", {})
+    con = store.con
+    con.execute("UPDATE evaluations SET backend = 'cuda'")
+    con.execute("UPDATE environments SET backend = 'cuda', gpu_name = 'Test GPU'")
+    con.execute("UPDATE workloads SET tag = 'bench'")
+    for name, ms in (("reference", 4.0), ("naive", 2.0), ("expert", 1.0)):
+        con.execute("UPDATE evaluations SET median_ms = ? WHERE solution_id = ?", [ms, solutions[name].solution_id])
+    env_id = con.execute("SELECT env_id FROM environments").fetchone()[0]
+    con.execute("INSERT INTO calibrations (calibration_id, env_id, measured_at, copy_bytes_per_s, bf16_flops_per_s) "
+                "VALUES ('c1', ?, ?, 4e12, 7e14)", [env_id, dt.datetime(2026, 1, 1)])
+    for name in ("expert", "naive"):
+        store_judgement(store, judge_solution(bench, solutions[name], "static", None, store, False))
+    store.close()
+    return path, solutions
+
+
+def _sections(path):
+    store = Store(path)
+    try:
+        return {r.section.name: r for r in build(store, find_root())}
+    finally:
+        store.close()
+
+
+def test_empty_store_reports_every_section_as_empty(tmp_path):
+    out = tmp_path / "rep"
+    proc = subprocess.run(d2k_command("report", "--db", str(tmp_path / "e.duckdb"), "--out", str(out)),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    page = (out / "index.html").read_text()
+    for section in SECTIONS:
+        assert f"id='{section.name}'" in page
+    assert "No GPU evaluations in this store" in page and "<svg" not in page
+    assert not list((out / "figures").iterdir())
+    assert "0 figure(s)" in proc.stdout
+
+
+def test_speed_sections_use_gpu_rows_with_speedup_over_the_reference(gpu_like_store):
+    path, _ = gpu_like_store
+    sections = _sections(path)
+    speed = [dict(zip(sections["task_speed"].columns, r)) for r in sections["task_speed"].rows]
+    by_name = {r["solution"]: r for r in speed}
+    assert by_name["expert"]["geomean_speedup"] == 4.0 and by_name["naive"]["geomean_speedup"] == 2.0
+    assert by_name["reference"]["geomean_speedup"] == 1.0
+    assert all(r["latest"] for r in speed) and by_name["expert"]["gpu_name"] == "Test GPU"
+    assert sections["task_speed"].figure.startswith("<svg")
+    assert sections["workload_speed"].figure.startswith("<svg")
+    # both solutions judged: the expert implements every item, the naive one fewer
+    impl = {r[1]: r for r in sections["implementation"].rows}
+    combined = sections["implementation"].columns.index("combined")
+    assert impl["expert"][combined] == 100.0 and impl["naive"][combined] < 100.0
+    assert sections["unimplemented"].rows, "naive leaves properties out"
+    assert sections["performance"].rows == [] and sections["performance"].figure is None
+
+
+def test_interpreter_rows_never_reach_the_speed_sections(tmp_path):
+    bench = Benchmark.load(only=["rmsnorm"])
+    store = Store(tmp_path / "i.duckdb")
+    smoke = bench.select_workloads("rmsnorm", "smoke")[:1]
+    run_sweep(bench, store, [Plan(resolve(bench, "rmsnorm", "expert"), smoke)], "interpreter", "test", {})
+    results = {r.section.name: r for r in build(store, find_root())}
+    store.close()
+    assert results["task_speed"].rows == [] and results["workload_speed"].rows == []
+    assert results["correctness"].rows and results["correctness"].rows[0][2] == "interpreter"
+
+
+def test_report_files_match_the_page(gpu_like_store, tmp_path):
+    path, _ = gpu_like_store
+    store = Store(path)
+    results = build(store, find_root())
+    store.close()
+    page = write(results, tmp_path / "rep", str(path))
+    html_text = page.read_text()
+    assert html_text.count("<figure>") == len(list((tmp_path / "rep" / "figures").glob("*.svg"))) >= 3
+    with open(tmp_path / "rep" / "tables" / "task_speed.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["solution"] for r in rows} == {"expert", "naive", "reference"}
+    # a second report from an empty store removes the figures the first one drew
+    empty = Store(tmp_path / "e.duckdb")
+    write(build(empty, find_root()), tmp_path / "rep", "e")
+    empty.close()
+    assert not list((tmp_path / "rep" / "figures").glob("*.svg"))
+
+
+def test_performance_score_counts_an_incorrect_task_as_zero(gpu_like_store, tmp_path):
+    path, solutions = gpu_like_store
+    copy = tmp_path / "p.duckdb"
+    copy.write_bytes(path.read_bytes())
+    store = Store(copy)
+    con = store.con
+    con.execute("INSERT INTO experiments VALUES ('x1', 'exp', '{}', 'spec.toml', ?)", [dt.datetime(2026, 1, 1)])
+    for attempt, condition, name in (("a1", "guided", "expert"), ("a2", "unguided", "naive")):
+        con.execute("INSERT INTO attempts (attempt_id, experiment_id, model, task_id, condition, seed, status, "
+                    "submission_id) VALUES (?, 'x1', 'm', 'rmsnorm', ?, 0, 'finished', ?)",
+                    [attempt, condition, solutions[name].solution_id])
+    con.execute("UPDATE evaluations SET status = 'failed' WHERE solution_id = ?", [solutions["naive"].solution_id])
+    _, rows = store.query("SELECT condition, correctness, performance_score, geomean_speedup FROM v_performance ORDER BY 1")
+    assert rows == [("guided", 1.0, 4.0, None), ("unguided", 0.0, 0.0, None)]
+    # correct in both conditions: the geomean speedup is defined
+    con.execute("UPDATE evaluations SET status = 'passed' WHERE solution_id = ?", [solutions["naive"].solution_id])
+    _, rows = store.query("SELECT condition, performance_score, geomean_speedup FROM v_performance ORDER BY 1")
+    assert rows == [("guided", 4.0, 4.0), ("unguided", 2.0, 2.0)]
+    store.close()
+    sections = _sections(copy)
+    assert sections["performance"].figure and sections["paired"].figure
+
+
+def test_unwritable_output_is_a_one_line_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    proc = subprocess.run(d2k_command("report", "--db", str(tmp_path / "e.duckdb"), "--out", str(blocker / "rep")),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "cannot write the report" in proc.stderr
+    assert "Traceback" not in proc.stderr
