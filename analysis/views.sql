@@ -16,6 +16,14 @@ SELECT * EXCLUDE (rn) FROM (
     FROM calibrations c)
 WHERE rn = 1;
 
+-- Every solution with whether it is the newest version of its name in its task (an expert
+-- replaced by faster code keeps its old rows under the same name; tables of "the expert" want
+-- the newest).
+CREATE OR REPLACE VIEW v_solution_versions AS
+SELECT solution_id, task_id, label, kind, created_at,
+       row_number() OVER (PARTITION BY task_id, label ORDER BY created_at DESC, solution_id) = 1 AS latest
+FROM solutions;
+
 -- Every latest evaluation with its workload's work, its speed-of-light time and SOL fraction.
 -- SOL time = max(flops / compute peak, bytes / copy bandwidth), peaks from `d2k calibrate`.
 CREATE OR REPLACE VIEW v_evaluations AS

@@ -2,6 +2,7 @@
 -- median latency (µs), speedup over eager and SOL fraction. Fill it with
 --   d2k bench --solution expert --solution naive --solution reference --solution compiled
 -- then: d2k sql @analysis/queries/baselines_table.sql
+-- Each solution name's newest version only (see v_solution_versions).
 SELECT task_id, workload_id, gpu_name,
        round(1e3 * max(median_ms) FILTER (WHERE solution = 'reference'), 2) AS eager_us,
        round(1e3 * max(median_ms) FILTER (WHERE solution = 'compiled'), 2) AS compiled_us,
@@ -11,8 +12,9 @@ SELECT task_id, workload_id, gpu_name,
        round(max(speedup) FILTER (WHERE solution = 'naive'), 2) AS naive_speedup,
        round(max(speedup) FILTER (WHERE solution = 'expert'), 2) AS expert_speedup,
        round(max(sol_fraction) FILTER (WHERE solution = 'expert'), 3) AS expert_sol_fraction,
-       arg_min(solution, median_ms) FILTER (WHERE status = 'passed') AS fastest
+       arg_min(solution, median_ms) FILTER (WHERE status = 'passed'
+           AND solution IN ('reference', 'compiled', 'naive', 'expert')) AS fastest
 FROM v_workload_speedup
-WHERE tag = 'bench'
+WHERE tag = 'bench' AND solution_id IN (SELECT solution_id FROM v_solution_versions WHERE latest)
 GROUP BY ALL
 ORDER BY task_id, workload_id;

@@ -4,7 +4,7 @@
 SELECT t.task_id, regexp_replace(t.solution, '.*/', '') AS solution, left(t.solution_id, 8) AS version,
        t.gpu_name, t.workloads, t.passed,
        round(t.geomean_speedup, 3) AS geomean_speedup, round(t.geomean_sol_fraction, 3) AS geomean_sol_fraction,
-       row_number() OVER (PARTITION BY t.task_id, t.solution, t.env_id ORDER BY s.created_at DESC) = 1 AS latest
+       s.latest
 FROM v_task_speedup t
-JOIN solutions s USING (solution_id)
+JOIN v_solution_versions s USING (solution_id)
 ORDER BY t.task_id, t.geomean_speedup DESC NULLS LAST;
