@@ -135,3 +135,14 @@ def test_a_candidate_promoted_to_expert_takes_the_expert_label(tmp_path, bench):
     store.add_solution(candidate)  # seen again under its path: the shipped name stays
     assert store.query("SELECT label FROM solutions")[1] == [("expert",)]
     store.close()
+
+
+def test_solution_versions_mark_the_newest_expert(tmp_path, bench):
+    store = Store(tmp_path / "v.duckdb")
+    old = resolve(bench, "rmsnorm", "expert")
+    new = Solution("f" * 64, "rmsnorm", "expert", "file", old.path, old.source + "\n# faster\n")
+    store.add_solution(old)
+    store.add_solution(new)
+    rows = store.query("SELECT solution_id, latest FROM v_solution_versions ORDER BY latest")[1]
+    assert rows == [(old.solution_id, False), (new.solution_id, True)]
+    store.close()
