@@ -12,6 +12,7 @@ DEFAULT_TIMING = {
     "min_reps": 10,
     "max_reps": 1000,
     "flush_factor": 2.0,      # L2 flush buffer = this x the device's L2
+    "flush_mode": "write",    # write (zero the buffer, like do_bench) or read (sum it: L2 left clean)
     "rotate_bytes": 2e9,      # rotating input sets: 2 to 8 sets within this many bytes
     "interpreter_reps": 2,
     "interpreter_budget_s": 5.0,

@@ -2,7 +2,8 @@
 
 On CUDA, each timed call:
   1. restores any input the op mutates from a pristine copy (outside the timed window),
-  2. flushes the L2 by zeroing a buffer of ``flush_factor`` x the device's L2,
+  2. flushes the L2 by zeroing a buffer of ``flush_factor`` x the device's L2 (``flush_mode``
+     ``read`` sums it instead, leaving the L2 clean rather than full of dirty lines),
   3. is bracketed by CUDA events on the current stream,
 and consecutive calls rotate over several input sets at distinct addresses, so no call sees the
 previous call's data pointers. Warm-up runs by time (compilation and autotuning happen there), the
@@ -115,13 +116,26 @@ class CudaTimer:
         self.max_reps = int(settings.get("max_reps", 1000))
         self.flush_factor = float(settings.get("flush_factor", 2.0))
         flush_bytes = int(self.flush_factor * l2_bytes(device))
-        self.flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device=device)
+        self.flush = torch.zeros(flush_bytes // 4, dtype=torch.int32, device=device)
         self.flush_bytes = flush_bytes
+        # write: zero the buffer (what triton's do_bench does), which leaves L2 full of dirty lines
+        # that the timed call may have to write back; read: sum it, which leaves L2 clean (the
+        # previous call's dirty lines are written back during the flush, outside the window)
+        self.flush_mode = str(settings.get("flush_mode", "write"))
+        if self.flush_mode not in ("write", "read"):
+            raise ValueError(f"flush_mode must be write or read, not {self.flush_mode!r}")
+        self.flush_sink = torch.zeros((), dtype=torch.int64, device=device)
         # Device-side hold before each timed call (see the module docstring); 0 disables it.
         self.hold_max_us = float(settings.get("hold_max_us", 2000.0))
         self.sleep = getattr(torch.cuda, "_sleep", None)
         # cycles per microsecond at the highest clock these GPUs reach; a slower clock only holds longer
         self.cycles_per_us = float(settings.get("hold_cycles_per_us", 2000.0))
+
+    def flush_l2(self) -> None:
+        if self.flush_mode == "read":
+            torch.sum(self.flush, dtype=torch.int64, out=self.flush_sink)
+        else:
+            self.flush.zero_()
 
     def measure(self, call, n_sets: int, restore, probe: bool = True) -> dict:
         """Time ``call(i)`` where ``i`` picks one of ``n_sets`` input sets; ``restore(i)`` resets it."""
@@ -131,7 +145,7 @@ class CudaTimer:
 
         def one(i, start, end):
             restore(i)
-            self.flush.zero_()
+            self.flush_l2()
             if hold_cycles:
                 # keep the GPU busy while the host issues the call, so the window holds device work
                 self.sleep(hold_cycles)
@@ -191,6 +205,7 @@ class CudaTimer:
             "warmup_calls": warm,
             "input_sets": n_sets,
             "l2_flush_bytes": self.flush_bytes,
+            "l2_flush_mode": self.flush_mode,
             "profile": profile,
         }
 

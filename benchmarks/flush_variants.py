@@ -1,0 +1,84 @@
+"""Does the L2 flush itself cost the timed call? Times memory-bound kernels with d2k's CudaTimer
+under both flush modes and prints one JSON line per (case, mode):
+
+    python benchmarks/flush_variants.py > flush.jsonl
+
+write: the flush zeroes a 2 x L2 buffer (as triton's do_bench does), so the L2 is left full of
+dirty lines; read: the flush sums the buffer, so the L2 is left clean. If the timed call has to
+write back the flush's dirty lines, `write` medians exceed `read` medians by up to the L2 size
+over the write bandwidth (~60 MB / 4 TB/s = 15 us on an H200), most visibly on short kernels.
+Modes alternate per repetition so that clock drift hits both alike.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import statistics
+
+import torch
+
+from d2k.content import Benchmark
+from d2k.execution.inputs import build_inputs, clone_inputs
+from d2k.execution.timing import CudaTimer, TimerGuard
+from d2k.jobs import task_payload
+
+CASES = [
+    ("rmsnorm", "rmsnorm_h512_t16384", "expert"),
+    ("rmsnorm", "rmsnorm_h4096_t8192", "expert"),
+    ("kv_cache_append_fp8", "kv_cache_append_fp8_qwen3_30b_chunked_t16384", "expert"),
+    ("kv_cache_append_fp8", "kv_cache_append_fp8_llama70b_tp4_decode_t256", "expert"),
+    ("silu_and_mul", "silu_and_mul_i768_t32768", "expert"),
+    ("softmax_vocab", "softmax_vocab_m4096_n8192", "expert"),
+    ("fused_add_rmsnorm", "fused_add_rmsnorm_h2048_t4096", "expert"),
+]
+COPY_BYTES = (16 * 2**20, 64 * 2**20, 256 * 2**20, 1024 * 2**20)
+REPEATS = 3
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def timed(guard, mode, call, n_sets, restore):
+    timer = CudaTimer("cuda", guard, {"flush_mode": mode, "budget_ms": 300.0})
+    samples = timer.measure(call, n_sets, restore, probe=False)["samples_ms"]
+    del timer
+    return statistics.median(samples), len(samples)
+
+
+def report(case: dict, guard, call, n_sets, restore):
+    for rep in range(REPEATS):
+        for mode in (("write", "read") if rep % 2 == 0 else ("read", "write")):
+            median, n = timed(guard, mode, call, n_sets, restore)
+            print(json.dumps({**case, "mode": mode, "repeat": rep, "median_us": round(median * 1e3, 3), "n": n}),
+                  flush=True)
+
+
+def main():
+    guard = TimerGuard()
+    bench = Benchmark.load(only=sorted({c[0] for c in CASES}))
+    for task_id, workload_id, name in CASES:
+        payload = task_payload(bench, task_id)
+        ref = load(payload["reference_path"], f"ref_{task_id}")
+        fn = load(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run
+        w = next(x for x in bench.select_workloads(task_id, "bench") if x.id == workload_id).model_dump()
+        base = build_inputs(payload["signature"], w, w["seed"], "cuda", False, ref)
+        sets = [base] + [clone_inputs(base) for _ in range(3)]
+        report({"case": workload_id, "solution": name}, guard, lambda i: fn(**sets[i]), len(sets), lambda i: None)
+        del sets, base
+        torch.cuda.empty_cache()
+    for nbytes in COPY_BYTES:
+        pairs = [(torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda"),
+                  torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda")) for _ in range(4)]
+        report({"case": f"copy_{nbytes >> 20}MiB", "solution": "torch.copy_", "bytes": 2 * nbytes}, guard,
+               lambda i: pairs[i][0].copy_(pairs[i][1]), len(pairs), lambda i: None)
+        del pairs
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
