@@ -53,3 +53,21 @@ def test_illegal_memory_access_is_isolated(tmp_path, cuda_env):
     assert len(bad) == 2 and all(r["status"] in ("error", "crashed") for r in bad)
     assert any("illegal memory access" in (r["reason"] or "").lower() or "cuda" in (r["reason"] or "").lower() for r in bad)
     assert len(good) == 2 and all(r["status"] == "passed" for r in good)
+
+
+def test_both_flush_modes_time_a_copy(cuda_env):
+    from d2k.execution.timing import CudaTimer, TimerGuard
+
+    guard = TimerGuard()
+    src = torch.randn(32 * 2**20, device="cuda")  # 128 MiB: longer than either flush's tail
+    dst = torch.empty_like(src)
+    medians = {}
+    for mode in ("write", "read"):
+        timer = CudaTimer("cuda", guard, {"flush_mode": mode, "budget_ms": 50.0})
+        result = timer.measure(lambda i: dst.copy_(src), 1, lambda i: None, probe=False)
+        assert result["l2_flush_mode"] == mode and len(result["samples_ms"]) >= 10
+        medians[mode] = sorted(result["samples_ms"])[len(result["samples_ms"]) // 2]
+    # 256 MiB moved: neither flush may make the copy look faster than any HBM allows (< 10 TB/s today)
+    assert all(ms > 256 * 2**20 / 10e12 * 1e3 for ms in medians.values())
+    with pytest.raises(ValueError):
+        CudaTimer("cuda", guard, {"flush_mode": "none"})
