@@ -6,6 +6,7 @@
 WITH expert AS (
     SELECT task_id, workload_id, env_id, median_ms AS expert_ms
     FROM v_workload_speedup WHERE solution = 'expert' AND status = 'passed' AND tag = 'bench'
+      AND solution_id IN (SELECT solution_id FROM v_solution_versions WHERE latest)  -- today's expert
 )
 SELECT c.task_id, regexp_replace(c.solution, '.*/', '') AS candidate,
        count(*) AS workloads,

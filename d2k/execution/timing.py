@@ -133,7 +133,7 @@ class CudaTimer:
 
     def flush_l2(self) -> None:
         if self.flush_mode == "read":
-            torch.sum(self.flush, dtype=torch.int64, out=self.flush_sink)
+            torch.sum(self.flush, dim=0, dtype=torch.int64, out=self.flush_sink)
         else:
             self.flush.zero_()
 
