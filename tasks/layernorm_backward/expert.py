@@ -23,7 +23,7 @@ Design (memory-bound: x and dy are read once, dx written once; everything else i
     recomputed from the 16-bit operands (for bf16 a shift, written as an integer bit-cast so the
     compiler cannot merge it with the first conversion): only the 16-bit row and the accumulators
     stay live across the reduction barriers, which cuts ptxas's spills of the accumulators
-    (sm_90, Triton 3.9, 32 warps: ~76 bytes instead of ~184);
+    (sm_90, Triton 3.9, 16 warps: ~100 bytes);
   * dw and db are accumulated per program in fp32 registers and written once as fp32 partial rows
     of a [programs, N] buffer (<= ~17 MB, so it stays in the 60 MB L2); a second small kernel
     sums the partials over the programs with tl.sum(axis=0) (its loads pipelined the same way),
@@ -35,8 +35,11 @@ Design (memory-bound: x and dy are read once, dx written once; everything else i
       next_pow2(N) <= 4096: k = 2 programs per SM of 8 warps (16 elements per thread), S = 4
       (three rows in flight per program, ~60 KB per SM at N = 2560);
       8192: 1 program per SM, 16 warps (16 elements per thread), S = 4 (three rows in flight);
-      16384 (N = 15872): 1 program per SM, 32 warps (16 elements per thread), S = 3 with w
-      reloaded and the bf16 recompute (S = 4 would not fit in shared memory).
+      16384 (N = 15872): 1 program per SM, 16 warps (32 elements per thread, 128 registers:
+      half the warps, so about half the per-warp address, shuffle and barrier work per row,
+      measured 212 us against 225 us for 32 warps in round 1's pipe_w16), S = 3 with w reloaded
+      and the bf16 recompute (S = 4 would not fit in shared memory);
+      > 16384: 32 warps, otherwise as 16384.
     Where k = 2 programs per SM, the launch caps registers (maxnreg) so that two really fit, and
     in every case the grid is capped by the occupancy of the compiled kernel (registers and
     shared memory read back from it), so a persistent grid never runs in two waves;
@@ -162,6 +165,9 @@ def _config(M, N):
     if block_n <= 8192:
         return dict(BLOCK_N=block_n, ROWS=1, STAGES=4, W_RELOAD=False, per_sm=1,
                     num_warps=16, RECOMPUTE_BITS=False)
+    if block_n <= 16384:
+        return dict(BLOCK_N=block_n, ROWS=1, STAGES=3, W_RELOAD=True, per_sm=1,
+                    num_warps=16, RECOMPUTE_BITS=True)
     return dict(BLOCK_N=block_n, ROWS=1, STAGES=3, W_RELOAD=True, per_sm=1,
                 num_warps=32, RECOMPUTE_BITS=True)
 
