@@ -548,7 +548,6 @@ def report(
         with Progress(TextColumn("report"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[current]}"),
                       console=err_console, transient=True) as progress:
             bar = progress.add_task("report", total=len(SECTIONS), current="")
-
             results = build(store, find_root(), lambda name: progress.update(bar, advance=1, current=name))
     finally:
         store.close()
