@@ -184,13 +184,17 @@ class Store:
         placeholders = ",".join("?" * len(values))
         self.con.execute(f"INSERT OR REPLACE INTO evaluations VALUES ({placeholders})", values)
 
-    def stored_workloads(self, solution_id: str, env_id: str) -> set[str]:
-        """Workloads this solution already has an evaluation for in this environment."""
-        rows = self.con.execute(
-            "SELECT DISTINCT workload_id FROM evaluations WHERE solution_id = ? AND env_id = ?",
-            [solution_id, env_id],
-        ).fetchall()
-        return {r[0] for r in rows}
+    def stored_workloads(self, solution_id: str, env_id: str, flush_mode: str | None = None) -> set[str]:
+        """Workloads this solution already has an evaluation for in this environment. With
+        ``flush_mode`` (GPU runs), a timed evaluation counts only if it was timed under that L2
+        flush, so timings of the two flushes never stand side by side; rows from before the mode
+        was recorded were timed with the zeroing flush (``write``)."""
+        sql = "SELECT DISTINCT workload_id FROM evaluations WHERE solution_id = ? AND env_id = ?"
+        params = [solution_id, env_id]
+        if flush_mode is not None:
+            sql += (" AND (median_ms IS NULL OR coalesce(json_extract_string(timing, '$.l2_flush_mode'), 'write') = ?)")
+            params.append(flush_mode)
+        return {r[0] for r in self.con.execute(sql, params).fetchall()}
 
     # -- queries -----------------------------------------------------------------------------
     def query(self, sql: str, params: list | None = None) -> tuple[list[str], list[tuple]]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from d2k import runner
 from d2k.content import Benchmark
 from d2k.errors import D2KError
-from d2k.jobs import evaluation_job
+from d2k.jobs import DEFAULT_TIMING, evaluation_job
 from d2k.schema import Workload
 from d2k.solutions import Solution
 from d2k.store import Store
@@ -120,11 +120,13 @@ def run_sweep(
     result = SweepResult(run_id, env, results_path)
     store.sync_content(bench)
 
+    # a GPU evaluation timed under another L2 flush does not count as done (see stored_workloads)
+    flush_mode = {**DEFAULT_TIMING, **(timing or {})}["flush_mode"] if backend == "cuda" else None
     todo: list[tuple[Solution, list[Workload]]] = []
     for plan in plans:
         store.add_solution(plan.solution)
         log.write("solution", solution_payload(plan.solution))
-        done = set() if force else store.stored_workloads(plan.solution.solution_id, env["env_id"])
+        done = set() if force else store.stored_workloads(plan.solution.solution_id, env["env_id"], flush_mode)
         pending = [w for w in plan.workloads if w.id not in done]
         result.skipped += len(plan.workloads) - len(pending)
         if pending:

@@ -146,3 +146,22 @@ def test_solution_versions_mark_the_newest_expert(tmp_path, bench):
     rows = store.query("SELECT solution_id, latest FROM v_solution_versions ORDER BY latest")[1]
     assert rows == [(old.solution_id, False), (new.solution_id, True)]
     store.close()
+
+
+def test_a_gpu_timing_under_another_flush_is_not_skipped(tmp_path, bench):
+    store = Store(tmp_path / "f.duckdb")
+    run_sweep(bench, store, _plans(bench), "interpreter", "test", {})
+    expert = resolve(bench, "rmsnorm", "expert")
+    env_id = store.query("SELECT env_id FROM evaluations LIMIT 1")[1][0][0]
+    all_ids = {w.id for w in bench.select_workloads("rmsnorm", "smoke")}
+    assert store.stored_workloads(expert.solution_id, env_id) == all_ids
+    # rows without a recorded mode were timed with the zeroing flush
+    assert store.stored_workloads(expert.solution_id, env_id, "write") == all_ids
+    assert store.stored_workloads(expert.solution_id, env_id, "read") == set()
+    store.con.execute("""UPDATE evaluations SET timing = '{"l2_flush_mode": "read"}'""")
+    assert store.stored_workloads(expert.solution_id, env_id, "read") == all_ids
+    assert store.stored_workloads(expert.solution_id, env_id, "write") == set()
+    # an evaluation without a time (failed before timing) stays done under any flush
+    store.con.execute("UPDATE evaluations SET median_ms = NULL")
+    assert store.stored_workloads(expert.solution_id, env_id, "write") == all_ids
+    store.close()
