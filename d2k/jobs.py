@@ -19,6 +19,11 @@ DEFAULT_TIMING = {
 }
 
 
+def timing_settings(overrides: dict | None = None) -> dict:
+    """The timing settings a job runs with: the defaults, with ``overrides`` on top."""
+    return {**DEFAULT_TIMING, **(overrides or {})}
+
+
 def task_payload(bench: Benchmark, task_id: str, backend: str = "cuda") -> dict:
     task = bench.task(task_id)
     signature = task.signature.model_dump()
@@ -60,6 +65,6 @@ def evaluation_job(
         "workloads": [workload_payload(w) for w in workloads],
         "check": check,
         "time": time,
-        "timing": {**DEFAULT_TIMING, **(timing or {})},
+        "timing": timing_settings(timing),
         "events_path": events_path,
     }

@@ -18,7 +18,7 @@ from pathlib import Path
 from d2k import runner
 from d2k.content import Benchmark
 from d2k.errors import D2KError
-from d2k.jobs import DEFAULT_TIMING, evaluation_job
+from d2k.jobs import evaluation_job, timing_settings
 from d2k.schema import Workload
 from d2k.solutions import Solution
 from d2k.store import Store
@@ -121,7 +121,7 @@ def run_sweep(
     store.sync_content(bench)
 
     # a GPU evaluation timed under another L2 flush does not count as done (see stored_workloads)
-    flush_mode = {**DEFAULT_TIMING, **(timing or {})}["flush_mode"] if backend == "cuda" else None
+    flush_mode = timing_settings(timing)["flush_mode"] if backend == "cuda" else None
     todo: list[tuple[Solution, list[Workload]]] = []
     for plan in plans:
         store.add_solution(plan.solution)
