@@ -9,7 +9,6 @@ per rep, one input set, CUDA events). Join with d2k's medians in the store to co
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 
@@ -18,14 +17,8 @@ import triton.testing
 
 from d2k.content import Benchmark
 from d2k.execution.inputs import build_inputs
+from d2k.execution.worker import load_module
 from d2k.jobs import task_payload
-
-
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main() -> int:
@@ -37,9 +30,9 @@ def main() -> int:
     bench = Benchmark.load(only=args.tasks.split(","))
     for task_id in bench.tasks:
         payload = task_payload(bench, task_id)
-        reference = load(payload["reference_path"], f"ref_{task_id}")
+        reference = load_module(payload["reference_path"], f"ref_{task_id}")
         for name in args.solutions.split(","):
-            fn = reference.reference if name == "reference" else load(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run
+            fn = reference.reference if name == "reference" else load_module(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run
             for workload in bench.select_workloads(task_id, "bench"):
                 w = workload.model_dump()
                 inputs = build_inputs(payload["signature"], w, w["seed"] * 1_000_003, "cuda", False, reference)

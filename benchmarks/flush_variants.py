@@ -12,7 +12,6 @@ Modes alternate per repetition so that clock drift hits both alike.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 
@@ -20,6 +19,7 @@ import torch
 
 from d2k.content import Benchmark
 from d2k.execution.inputs import build_inputs, clone_inputs
+from d2k.execution.worker import load_module
 from d2k.execution.timing import CudaTimer, TimerGuard
 from d2k.jobs import task_payload
 
@@ -34,13 +34,6 @@ CASES = [
 ]
 COPY_BYTES = (16 * 2**20, 64 * 2**20, 256 * 2**20, 1024 * 2**20)
 REPEATS = 3
-
-
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def timed(guard, mode, call, n_sets, restore):
@@ -63,8 +56,8 @@ def main():
     bench = Benchmark.load(only=sorted({c[0] for c in CASES}))
     for task_id, workload_id, name in CASES:
         payload = task_payload(bench, task_id)
-        ref = load(payload["reference_path"], f"ref_{task_id}")
-        fn = load(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run
+        ref = load_module(payload["reference_path"], f"ref_{task_id}")
+        fn = load_module(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run
         w = next(x for x in bench.select_workloads(task_id, "bench") if x.id == workload_id).model_dump()
         base = build_inputs(payload["signature"], w, w["seed"], "cuda", False, ref)
         sets = [base] + [clone_inputs(base) for _ in range(3)]

@@ -8,7 +8,6 @@ Used to explain differences between d2k's medians and triton.testing.do_bench.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 
@@ -17,6 +16,7 @@ import triton.testing
 
 from d2k.content import Benchmark
 from d2k.execution.inputs import build_inputs, clone_inputs
+from d2k.execution.worker import load_module
 from d2k.execution.timing import CudaTimer, TimerGuard
 from d2k.jobs import task_payload
 
@@ -28,20 +28,13 @@ CASES = [
 ]
 
 
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def main():
     bench = Benchmark.load(only=sorted({c[0] for c in CASES}))
     guard = TimerGuard()
     for task_id, workload_id, name in CASES:
         payload = task_payload(bench, task_id)
-        ref = load(payload["reference_path"], f"ref_{task_id}")
-        fn = ref.reference if name == "reference" else load(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run
+        ref = load_module(payload["reference_path"], f"ref_{task_id}")
+        fn = ref.reference if name == "reference" else load_module(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run
         w = next(x for x in bench.select_workloads(task_id, "bench") if x.id == workload_id).model_dump()
         base = build_inputs(payload["signature"], w, w["seed"], "cuda", False, ref)
         for n_sets in (1, 8):

@@ -36,7 +36,8 @@ class Events:
             os.fsync(self.fh.fileno())
 
 
-def _load_module(path: str, name: str):
+def load_module(path, name: str):
+    """Import the Python file at ``path`` as module ``name`` (registered in sys.modules)."""
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
@@ -225,7 +226,7 @@ def run_evaluate(job: dict, events: Events) -> int:
         events.emit("fatal", reason="backend cuda requested but torch sees no CUDA device", durable=True)
         return 2
     try:
-        reference_module = _load_module(job["task"]["reference_path"], f"d2k_reference_{job['task']['id']}")
+        reference_module = load_module(job["task"]["reference_path"], f"d2k_reference_{job['task']['id']}")
     except Exception as exc:
         events.emit("fatal", reason=f"reference failed to import: {type(exc).__name__}: {exc}", traceback=_short_traceback(), durable=True)
         return 2
@@ -237,7 +238,7 @@ def run_evaluate(job: dict, events: Events) -> int:
             # a baseline: the reference through torch.compile (default mode), checked like a solution
             candidate = torch.compile(reference_module.reference)
         else:
-            module = _load_module(solution["path"], "d2k_solution")
+            module = load_module(solution["path"], "d2k_solution")
             candidate = getattr(module, solution.get("entry_point", "run"), None)
             if not callable(candidate):
                 raise AttributeError(f"{os.path.basename(solution['path'])} defines no function {solution.get('entry_point', 'run')}()")
