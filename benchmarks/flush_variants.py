@@ -1,7 +1,8 @@
 """Does the L2 flush itself cost the timed call? Times memory-bound kernels with d2k's CudaTimer
 under both flush modes and prints one JSON line per (case, mode):
 
-    python benchmarks/flush_variants.py > flush.jsonl
+    python benchmarks/flush_variants.py > flush.jsonl                  # the default cases and copies
+    python benchmarks/flush_variants.py TASK:WORKLOAD[:SOLUTION] ...   # only these (no copies)
 
 write: the flush zeroes a 2 x L2 buffer (as triton's do_bench does), so the L2 is left full of
 dirty lines; read: the flush sums the buffer, so the L2 is left clean. If the timed call has to
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 
 import torch
 
@@ -51,10 +53,18 @@ def report(case: dict, guard, call, n_sets, restore):
                   flush=True)
 
 
-def main():
+def parse_case(arg: str) -> tuple[str, str, str]:
+    parts = arg.split(":")
+    if len(parts) not in (2, 3):
+        raise SystemExit(f"expected TASK:WORKLOAD[:SOLUTION], got {arg!r}")
+    return parts[0], parts[1], parts[2] if len(parts) == 3 else "expert"
+
+
+def main(argv: list[str]):
+    cases = [parse_case(a) for a in argv] or CASES
     guard = TimerGuard()
-    bench = Benchmark.load(only=sorted({c[0] for c in CASES}))
-    for task_id, workload_id, name in CASES:
+    bench = Benchmark.load(only=sorted({c[0] for c in cases}))
+    for task_id, workload_id, name in cases:
         payload = task_payload(bench, task_id)
         ref = load_module(payload["reference_path"], f"ref_{task_id}")
         fn = load_module(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run
@@ -64,6 +74,8 @@ def main():
         report({"case": workload_id, "solution": name}, guard, lambda i: fn(**sets[i]), len(sets), lambda i: None)
         del sets, base
         torch.cuda.empty_cache()
+    if argv:
+        return
     for nbytes in COPY_BYTES:
         pairs = [(torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda"),
                   torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda")) for _ in range(4)]
@@ -74,4 +86,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

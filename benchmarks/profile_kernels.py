@@ -1,0 +1,62 @@
+"""Runs solutions on single workloads so that a profiler can look at exactly one call of each:
+
+    python benchmarks/profile_kernels.py TASK:WORKLOAD[:SOLUTION] ...
+
+SOLUTION is a file name in the task's folder (default `expert`) or a path to a .py file. Each
+case is built from the workload's seed, called twice unprofiled (compilation, autotuning,
+warm caches), then once between cudaProfilerStart and cudaProfilerStop, so that
+`ncu --profile-from-start off` records only that call's kernels. Prints one line per case with
+the wall time of the profiled call (a plain CUDA event pair; not a d2k timing).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+from d2k.content import Benchmark
+from d2k.execution.inputs import build_inputs
+from d2k.execution.worker import load_module
+from d2k.jobs import task_payload
+
+
+def parse(arg: str) -> tuple[str, str, str]:
+    parts = arg.split(":")
+    if len(parts) not in (2, 3):
+        raise SystemExit(f"expected TASK:WORKLOAD[:SOLUTION], got {arg!r}")
+    return parts[0], parts[1], parts[2] if len(parts) == 3 else "expert"
+
+
+def main(argv: list[str]) -> int:
+    cases = [parse(a) for a in argv]
+    bench = Benchmark.load(only=sorted({c[0] for c in cases}))
+    for task_id, workload_id, solution in cases:
+        payload = task_payload(bench, task_id)
+        ref = load_module(payload["reference_path"], f"ref_{task_id}")
+        path = Path(solution) if solution.endswith(".py") else bench.task_dir(task_id) / f"{solution}.py"
+        fn = load_module(path, f"sol_{task_id}_{path.stem}").run
+        matches = [w for w in bench.select_workloads(task_id, "all") if w.id in (workload_id, f"{task_id}_{workload_id}")]
+        if not matches:
+            raise SystemExit(f"{task_id} has no workload {workload_id!r}")
+        w = matches[0].model_dump()
+        inputs = build_inputs(payload["signature"], w, w["seed"], "cuda", False, ref)
+        for _ in range(2):
+            fn(**inputs)
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.cudart().cudaProfilerStart()
+        start.record()
+        fn(**inputs)
+        end.record()
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStop()
+        print(f"{task_id} {w['id']} {path.stem}: {start.elapsed_time(end) * 1e3:.1f} us (one call, events)", flush=True)
+        del inputs
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
