@@ -2,7 +2,7 @@
 # One device call to look inside kernels: for each TASK:WORKLOAD[:SOLUTION] argument,
 #   $OUT/flush_cases.jsonl   CudaTimer medians under the write and the read L2 flush
 #                            (benchmarks/flush_variants.py),
-#   $OUT/ncu/<case>.txt      Nsight Compute sections of the one profiled call
+#   $OUT/ncu.tgz: ncu/<case>.txt  Nsight Compute sections of the one profiled call
 #                            (benchmarks/profile_kernels.py; clocks left as they are),
 #   $OUT/resource_usage.txt  registers, spills and shared memory of every compiled Triton kernel,
 #   $OUT/sass.tgz            their SASS and PTX.
@@ -28,3 +28,5 @@ done > "$OUT/resource_usage.txt"
 find "$TRITON_CACHE_DIR" -name '*.cubin' | while read -r c; do cuobjdump -sass "$c" > "${c%.cubin}.sass" 2>&1; done
 (cd "$TRITON_CACHE_DIR" && tar czf "$OUT/sass.tgz" $(find . -name '*.sass' -o -name '*.ptx' -o -name '*.json')) 2>/dev/null
 rm -rf "$TRITON_CACHE_DIR"
+# the device returns a bounded number of files: the ncu texts travel as one archive
+(cd "$OUT" && tar czf ncu.tgz ncu && rm -rf ncu)
