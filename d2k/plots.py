@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections import defaultdict
 
 MAIN_SOLUTIONS = ("expert", "naive", "compiled", "reference")
@@ -156,6 +157,59 @@ def implementation_heatmap(cols, rows, judge: str = "static") -> str | None:
     ax.set_xticks(range(len(solutions)), solutions)
     ax.set_yticks(range(len(tasks)), tasks)
     fig.colorbar(image, ax=ax, label=f"implementation score ({judge} judge)")
+    return _svg(fig)
+
+
+def design_graphs(cols, rows, columns: int = 3) -> str | None:
+    """Small multiples, one per task: its design items as a DAG (networkx; L1 on top, edges from
+    prerequisite to dependent), each node coloured by its credit over the judged solutions
+    (grey: no decided verdict)."""
+    import networkx as nx
+
+    records = _records(cols, rows)
+    if not records:
+        return None
+    tasks = sorted({r["task_id"] for r in records})
+    plt = _pyplot()
+    from matplotlib import colormaps
+
+    cmap = colormaps["RdYlGn"]
+    n_rows = math.ceil(len(tasks) / columns)
+    fig, axes = plt.subplots(n_rows, columns, figsize=(3.6 * columns, 2.9 * n_rows), squeeze=False)
+    for ax in axes.flat:
+        ax.set_axis_off()
+    for ax, task in zip(axes.flat, tasks):
+        items = [r for r in records if r["task_id"] == task]
+        graph = nx.DiGraph()
+        for r in items:
+            graph.add_node(r["item_id"], level=r["level"])
+        for r in items:
+            for dep in filter(None, (d.strip() for d in (r["depends_on"] or "").split(","))):
+                if dep in graph:
+                    graph.add_edge(dep, r["item_id"])
+        # one row per level (L1 on top), the level's items spread evenly across it
+        pos = {}
+        for level in sorted({graph.nodes[n]["level"] for n in graph.nodes}):
+            row = sorted(n for n in graph.nodes if graph.nodes[n]["level"] == level)
+            for i, node in enumerate(row):
+                pos[node] = ((i + 1) / (len(row) + 1), -level)
+        credit = {r["item_id"]: r["credit"] for r in items}
+        colors = [cmap(credit[n]) if credit[n] is not None else "#cccccc" for n in graph.nodes]
+        same_level = [(a, b) for a, b in graph.edges if pos[a][1] == pos[b][1]]
+        across = [e for e in graph.edges if e not in same_level]
+        for edges, style in ((across, "arc3"), (same_level, "arc3,rad=0.35")):
+            nx.draw_networkx_edges(graph, pos, edgelist=edges, ax=ax, arrowsize=7, width=0.6,
+                                   edge_color="#777777", node_size=200, connectionstyle=style)
+        nx.draw_networkx_nodes(graph, pos, ax=ax, node_color=colors, node_size=200, edgecolors="#333333",
+                               linewidths=0.5)
+        for node, (x, y) in pos.items():  # the item id under its node, wrapped at word breaks
+            label = textwrap.fill(node.split(".", 1)[-1].replace("_", " "), 14)
+            ax.text(x, y - 0.17, label, ha="center", va="top", fontsize=5.5, linespacing=0.95)
+        ax.set_title(task, fontsize=8)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-3.75, -0.7)
+    scalar = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, 1))
+    fig.colorbar(scalar, ax=axes, shrink=0.5, label="credit over judged solutions (static judge)")
     return _svg(fig)
 
 

@@ -42,6 +42,8 @@ SECTIONS = [
             "No judged solutions: run `d2k judge --all`.", plots.implementation_heatmap),
     Section("unimplemented", "Design properties left out",
             "No static verdict marks a property missing or partial (or nothing was judged)."),
+    Section("design_graph", "Design properties on their dependency graphs",
+            "No judged solutions: run `d2k judge --all`.", plots.design_graphs),
     Section("judge_agreement", "Judges against the gold labels", "No judge evaluated yet: run `d2k judge-eval`."),
     Section("performance", "Paired experiments: headline metrics",
             "No finished experiment attempts: run `d2k experiment run SPEC`.", plots.performance),

@@ -138,3 +138,21 @@ def test_unwritable_output_is_a_one_line_error(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "cannot write the report" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_design_graph_credits_each_item_over_the_judged_solutions(gpu_like_store):
+    path, _ = gpu_like_store
+    section = _sections(path)["design_graph"]
+    rows = [dict(zip(section.columns, r)) for r in section.rows]
+    bench = Benchmark.load(only=["rmsnorm"])
+    assert sorted(r["item_id"] for r in rows) == sorted(i.id for i in bench.items("rmsnorm"))
+    for r in rows:
+        item = next(i for i in bench.items("rmsnorm") if i.id == r["item_id"])
+        assert r["depends_on"] == ", ".join(item.depends_on)
+        assert r["implemented"] + r["partial"] + r["missing"] == r["decided"] <= 2  # expert and naive
+        if r["decided"]:
+            assert r["credit"] == round((r["implemented"] + 0.5 * r["partial"]) / r["decided"], 2)
+    # the expert implements every item; the naive kernel leaves some out (0.5) and half-does others
+    assert all(r["decided"] == 2 and r["credit"] >= 0.5 for r in rows)
+    assert {0.5, 0.75} <= {r["credit"] for r in rows}
+    assert section.figure.startswith("<svg") and "rmsnorm" in section.figure
