@@ -33,6 +33,17 @@ def _store(db: Optional[str]):
     return Store(db)
 
 
+def _existing_store(db: Optional[str]):
+    """The store of a command that only reads: a path that does not exist is a mistake (a typo in
+    --db, another folder), not a new empty store to create and report on."""
+    from d2k.store import Store, default_path
+
+    path = str(db or default_path())
+    if path != ":memory:" and not Path(path).expanduser().exists():
+        raise D2KError(f"no store at {path}: run `d2k bench` or `d2k ingest` first, or pass --db (or set D2K_DB)")
+    return Store(path)
+
+
 def _bench(only: list[str] | None = None):
     from d2k.content import Benchmark
 
@@ -296,7 +307,7 @@ def sql(
         if not path.is_file():
             raise D2KError(f"SQL file not found: {path}")
         query = path.read_text()
-    store = _store(db)
+    store = _existing_store(db)
     cols, rows = store.query(query)
     store.close()
     if format == "json":
@@ -543,7 +554,7 @@ def report(
     from d2k.content import find_root
     from d2k.report import SECTIONS, build, write
 
-    store = _store(db)
+    store = _existing_store(db)
     try:
         with Progress(TextColumn("report"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[current]}"),
                       console=err_console, transient=True) as progress:
@@ -622,7 +633,7 @@ def experiment_status(
     from d2k.experiment.run import status_rows
 
     experiment_id = spec_mod.load(spec_path).experiment_id if spec_path else None
-    store = _store(db)
+    store = _existing_store(db)
     cols, rows = status_rows(store, experiment_id)
     store.close()
     if not rows:

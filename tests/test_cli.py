@@ -61,10 +61,17 @@ def test_eval_wrong_solution_exits_1_with_reason(tmp_path):
         (("sql", "SELECT 1", "--format", "xml"), "--format must be table, csv or json"),
         (("calibrate",), "calibrate needs a CUDA GPU"),
         (("bench", "--tasks", "nope"), "unknown task(s): nope"),
+        (("sql", "SELECT 1"), "no store at"),
+        (("report",), "no store at"),
+        (("experiment", "status"), "no store at"),
     ],
 )
-def test_user_mistakes_are_one_line_errors(args, message):
-    out = d2k(*args)
+def test_user_mistakes_are_one_line_errors(args, message, tmp_path):
+    if "no store" not in message:
+        from d2k.store import Store
+
+        Store().close()  # an empty store at $D2K_DB, so the mistake under test is the only one
+    out = d2k(*args, cwd=tmp_path)
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert message in out.stderr
     assert "Traceback" not in out.stderr

@@ -50,6 +50,7 @@ def _sections(path):
 
 def test_empty_store_reports_every_section_as_empty(tmp_path):
     out = tmp_path / "rep"
+    Store(tmp_path / "e.duckdb").close()
     proc = subprocess.run(d2k_command("report", "--db", str(tmp_path / "e.duckdb"), "--out", str(out)),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -134,6 +135,7 @@ def test_performance_score_counts_an_incorrect_task_as_zero(gpu_like_store, tmp_
 def test_unwritable_output_is_a_one_line_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
+    Store(tmp_path / "e.duckdb").close()
     proc = subprocess.run(d2k_command("report", "--db", str(tmp_path / "e.duckdb"), "--out", str(blocker / "rep")),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "cannot write the report" in proc.stderr
