@@ -1,54 +1,75 @@
-"""Large-vocabulary cross-entropy forward + backward, expert Triton implementation (two paths:
-the shipped expert kernel for short rows, a row-pass kernel for long vocabulary rows).
+"""Large-vocabulary cross-entropy forward + backward: a row-team kernel (each row read from
+HBM once) for every V > 8192, Mistral's 32000 included; the shipped expert kernel below that.
 
 For logits z: [N, V] (bfloat16 on the GPU), target: [N] and ignore_index, with n the number of
 rows whose target is not ignore_index, computes
 
-    loss = (1/n) * sum_{valid i} ( m_i + log(d_i) - z[i, target_i] ),
-           m_i = max_v z[i, v],  d_i = sum_v exp(z[i, v] - m_i)
-    z[i, v] <- ( exp(z[i, v] - m_i) / d_i - [v == target_i] ) / n     (valid rows)
-    z[i, v] <- 0                                                      (ignored rows)
+    loss = (1/n) * sum_{valid i} ( lse_i - z[i, target_i] ),  lse_i = log sum_v exp(z[i, v])
+    z[i, v] <- ( exp(z[i, v] - lse_i) - [v == target_i] ) / n     (valid rows)
+    z[i, v] <- 0                                                  (ignored rows)
 
 and returns loss (0-d float32); the gradient overwrites the logits.
 
-Dispatch: V >= ROWPASS_MIN_V = 32769 (V > 32768, i.e. rows over 64 KB of bf16: Llama-3's
-128256, Qwen3's 151936) takes the row-pass path; V <= 32768 (Mistral's 32000 and anything
-narrower) takes the shipped expert's path, kernel and launch configuration unchanged. Under
-TRITON_INTERPRET=1 the threshold is ROWPASS_MIN_V_INTERPRET = 16384, so the smoke shapes
-exercise both paths (V = 20011 the row-pass path, V = 1000 the expert path).
+Dispatch: V >= TEAM_MIN_V = 8193 takes the row-team path: Llama-3 128256 and Qwen3 151936
+(TEAM = 8 / 10) and Mistral 32000 (TEAM = 2, chunks of 16000 columns, 66 teams); V <= 8192
+takes the shipped expert's kernel and launch unchanged. Same as team_all.py except that the
+exponentials of the chunk are kept for the gradient (below). Under TRITON_INTERPRET=1 the
+threshold is 16384 (smoke V = 20011 team path, V = 1000 expert path).
 
-Design (memory-bound: the logits are 1 GB; the goal is two streaming passes, the second from L2):
-  * n is counted once on the device by a one-program kernel (no host sync);
-  * expert path (V <= 32768): per row, pass 1 is an online log-sum-exp over 8192-column blocks
-    in fp32: a running max and a sum rescaled by exp2((m_old - m_new) * log2 e) per block;
-    softmax is never stored. Pass 2 (same kernel, same program) re-reads the row and writes
-    dz = exp2((z - m) * log2 e) * (1 / (d n)) - [v == target] / n over the logits buffer in
-    place; persistent grid of one program per SM (for rows under 128 KB, two) looping over
-    rows, so pass 2's re-read of a row hits L2; the block loops use tl.range(num_stages=3);
-    ignored rows skip both reductions and only write zeros;
-  * row-pass path (V > 32768): one program per SM owns whole rows (only #SMs rows, 34-40 MB,
-    are in flight). Pass 1 streams the row in [SUB, TILE] = [32, 256] tiles keeping an online
-    log-sum-exp, one (m, d) per 256-column sub-row, so each tile is reduced inside its warp
-    without a block barrier; the sub-row statistics are merged with an LSE combine once per
-    row; softmax is never stored. Pass 2 re-reads the row BACKWARDS, so it starts with the
-    tiles pass 1 read last (still in L2), and writes dz = exp2(z log2 e - m log2 e) / (d n)
-    - [v == target] / n over it as 16-byte vectors with evict_first, so the gradient does
-    not push the row out of L2 (softmax_vocab's row-pass structure); ignored rows are not
-    read and only get zeros (evict_first) and a zero loss;
-  * the gradient is written over the logits buffer in place (Liger's design): no [N, V]
-    gradient is allocated and no backward kernel runs; z[target] is loaded before pass 2
-    overwrites it;
-  * row offsets are int64 (N * V exceeds 2^31 at training batch sizes);
-  * the per-row losses are scaled by 1/n in the kernel and summed by one torch reduction.
-Launch configuration: expert path: valid-row count one program, 1024-target blocks, 4 warps;
-main kernel BLOCK = min(8192, next_pow2(V)), num_warps = max(4, min(16, BLOCK // 512)),
-num_stages=3, grid = min(N, per_sm * #SMs) with per_sm = 2 for rows <= 128 KB, else 1.
-Row-pass path: valid-row count one program, up to 4096-target blocks, 8 warps (4 below 2048);
-main kernel one program per SM, num_warps=32 (one warp per 256-column sub-row, 16 bytes per
-lane), [32, 256] tiles of 16 KB, pass 1 num_stages=5 (4 tiles = 64 KB in flight per SM),
-pass 2 num_stages=4.
+Row-team design (memory-bound; the goal is logits read from HBM once and written once):
+  * a team of TEAM programs (consecutive program ids) shares a row: member j owns columns
+    [j * chunk, (j + 1) * chunk) with chunk = V / TEAM rounded up to 64, at most 16384 columns,
+    and holds its chunk in registers (32 columns per thread, bf16 kept packed two per 32-bit
+    register, loaded as 16-byte vectors), so the row is never re-read; TEAM is picked so that
+    each program walks the fewest rows (grid: one 16-warp, 128-register program per SM, rounded
+    down to a multiple of TEAM; Qwen3: TEAM = 10, chunks of 15232 columns, 13 teams = 130
+    programs, 316 rows each; Llama-3: TEAM = 8, chunks of 16064, 16 teams = 128 programs, 256
+    rows each); team t walks rows t, t + n_teams, ... (persistent);
+  * per row each member computes its chunk's log-sum-exp in fp32 (max, then sum of
+    exp2((z - m) log2 e): the online rescale of L1.online_lse happens once per chunk, and the
+    chunk partials are merged by an LSE combine) and publishes it as ONE 64-bit word
+    XCH[row, member] = gen << 32 | bits(lse_chunk): the value and its ready flag in one
+    single-copy-atomic store, so no fence or memset is needed; gen is a per-call generation
+    counter (host side, strictly increasing, never specialised), so words left by earlier calls
+    never match; the members spin (volatile loads) until all TEAM words of the row carry gen,
+    merge them in a fixed order (deterministic, identical in every member), and write
+    dz = p * (exp(m - lse) / n) - [v == target] / n over their chunk, where p = exp2((z - m)
+    log2 e) (m = the chunk max) is the exponential computed for the chunk's sum and KEPT in
+    registers (fp32) until the gradient: one exponential per element instead of two (half the
+    MUFU work; team_all.py recomputes it from the packed bf16); two fp32 -> one bf16x2 word by
+    cvt.rn.bf16x2.f32, stored as 16-byte vectors;
+  * software pipeline (3 rows per program in flight): in the iteration of row r a program
+    (1) issues the loads of row r + 2 n_teams, (2) issues the first poll of row r's words,
+    (3) reduces and publishes row r + n_teams (loaded one iteration earlier), (4) waits for
+    row r's words (published one iteration earlier, so usually already there) and writes row
+    r's gradient: the team round trip is hidden behind a row's reduction and ~2 chunks
+    (30-60 KB at Qwen3) of loads stay in flight per SM;
+  * deadlock freedom: a member only waits for words of its own team's rows, which its
+    teammates publish before they wait on anything newer; teams are consecutive program ids,
+    so with in-order CTA dispatch a waiting program's teammates are resident or start as soon
+    as a lower-numbered team finishes; the wait is bounded (MAX_POLLS, ~0.2 s), so a teammate
+    that never arrives (another process holding SMs, say) gives a wrong gradient, which any
+    check catches, instead of a hung GPU; the kernel needs only TEAM (<= 2 cdiv(V, 16384))
+    co-resident programs to make progress, and the grid (one program per SM) is sized to be
+    resident at once for speed, not for safety;
+  * z[target] is read by the member whose chunk holds it (at prefetch, before any store of
+    that row) and that member writes the row's loss (lse - z[target]) / n; ignored rows are
+    not read: their members store zeros (member 0 a zero loss) without waiting;
+  * row offsets are int64; the valid count n is computed once on the device by a
+    one-program kernel; the per-row losses are summed by one torch reduction;
+  * under TRITON_INTERPRET=1 programs run one after another, so run() launches the team
+    kernel twice with the same gen: POST_ONLY=True publishes every partial, then the normal
+    launch finds them and writes the gradient (this exercises the same merge code);
+  * if the team kernel fails to compile/launch (or a GPU has fewer SMs than TEAM), run() falls
+    back to the shipped row-pass path.
+Expert path (V <= 8192): per row an online log-sum-exp over 8192-column blocks (running max,
+sum rescaled by exp2((m_old - m_new) log2 e)), then a second loop re-reads the row (L2) and
+writes the gradient in place; persistent grid of 2 programs per SM, num_stages=3.
+Launch configuration: team kernel num_warps=16 (1 program per SM by registers), num_stages=1
+(the register pipeline is manual), BLOCK = 16384 columns (8192 bf16x2 words); count kernel 1
+program, up to 4096-target blocks.
 Dtypes come from the pointers, so the kernels run bf16 on the GPU and fp16 under
-TRITON_INTERPRET=1.
+TRITON_INTERPRET=1 (fp16 or an odd V takes the unpacked variant of the same kernel).
 """
 import os
 
@@ -57,8 +78,8 @@ import triton
 import triton.language as tl
 
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+MAX_POLLS = tl.constexpr(1 << 18)   # bound of a member's wait for its teammates (~1 us per poll)
 LOG2E = tl.constexpr(1.4426950408889634)
-
 
 @triton.jit
 def _count_valid_kernel(TARGET, N_VALID, n_rows, ignore_index, BLOCK: tl.constexpr):
@@ -169,28 +190,186 @@ def _ce_rowpass_kernel(Z, TARGET, N_VALID, LOSS_ROWS, n_rows, n_cols, stride_z, 
 
 
 
+
+@triton.jit
+def _unpack_bf16x2(v):
+    """int32 word holding two bf16 (low half = even column) -> (even, odd) as exact fp32."""
+    return (v << 16).to(tl.float32, bitcast=True), (v & -65536).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _team_load(Z, TARGET, row, n_rows, stride_z, ignore_index, offs, lo_u, hi_u,
+               PAIR: tl.constexpr):
+    """(target, this member's chunk of the row, z[target] if the target is in the chunk).
+    PAIR = 2: the chunk is loaded as int32 words of two bf16 (-inf pairs off the chunk)."""
+    y = tl.load(TARGET + row, mask=row < n_rows, other=ignore_index)
+    z_row = Z + tl.cast(row, tl.int64) * stride_z
+    ok = y != ignore_index
+    mask = lo_u + offs < tl.where(ok, hi_u, lo_u)          # ignored rows read nothing
+    if PAIR == 2:
+        zw = z_row.to(tl.pointer_type(tl.int32), bitcast=True)
+        x = tl.load(zw + (lo_u + offs), mask=mask, other=-8323200)     # 0xFF80FF80
+    else:
+        x = tl.load(z_row + (lo_u + offs), mask=mask, other=float("-inf"))
+    zy = tl.load(z_row + y, mask=(y >= lo_u * PAIR) & (y < hi_u * PAIR) & ok, other=0.0)
+    return y, x, zy
+
+
+@triton.jit
+def _team_post(XCH, row, member, x, tag, ok, TEAM_P2: tl.constexpr, PAIR: tl.constexpr):
+    """Publish the chunk's log-sum-exp (fp32) as XCH[row, member] = tag | bits(lse_chunk) when
+    ok; returns (chunk max m, pe, po) with p = exp(z - m) kept (fp32) for the gradient (for
+    PAIR = 1, po is pe)."""
+    if PAIR == 2:
+        xe, xo = _unpack_bf16x2(x)
+        m = tl.maximum(tl.max(xe, axis=0), tl.max(xo, axis=0))
+        m = tl.where(m == float("-inf"), 0.0, m)
+        ml = m * LOG2E
+        pe = tl.exp2(xe * LOG2E - ml)
+        po = tl.exp2(xo * LOG2E - ml)
+        s = tl.sum(pe + po, axis=0)
+    else:
+        xf = x.to(tl.float32)
+        m = tl.max(xf, axis=0)
+        m = tl.where(m == float("-inf"), 0.0, m)
+        pe = tl.exp2(xf * LOG2E - m * LOG2E)
+        po = pe
+        s = tl.sum(pe, axis=0)
+    part = tl.where(s > 0.0, m + tl.log(s), float("-inf"))
+    word = tag | (part.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF)
+    tl.store(XCH + tl.cast(row, tl.int64) * TEAM_P2 + member, word, mask=ok)
+    return m, pe, po
+
+
+@triton.jit
+def _team_grad(Z, row, stride_z, pe, po, m, y, lse, inv_n, offs, lo_u, hi_u,
+               PAIR: tl.constexpr, ASM_PACK: tl.constexpr):
+    """Write (p exp(m - lse) - [v == y]) / n over this member's chunk of the row, from the kept
+    p = exp(z - m): one multiply per element (no second exponential); the one-hot is one
+    compare per unit and a select of a per-row constant."""
+    dtype = Z.dtype.element_ty
+    z_row = Z + tl.cast(row, tl.int64) * stride_z
+    scale = tl.exp2((m - lse) * LOG2E) * inv_n
+    cu = lo_u + offs
+    mask = cu < hi_u
+    if PAIR == 2:
+        hit = cu == (y >> 1)
+        sub_e = tl.where((y & 1) == 0, inv_n, 0.0)
+        sub_o = inv_n - sub_e
+        ge = pe * scale - tl.where(hit, sub_e, 0.0)
+        go = po * scale - tl.where(hit, sub_o, 0.0)
+        if ASM_PACK:        # one cvt.rn.bf16x2.f32 per pair (odd column in the high half)
+            word = tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,f,f",
+                                             [ge, go], dtype=tl.int32, is_pure=True, pack=1)
+        else:
+            word = (ge.to(dtype).to(tl.int16, bitcast=True).to(tl.int32) & 0xFFFF) | \
+                (go.to(dtype).to(tl.int16, bitcast=True).to(tl.int32) << 16)
+        zw = z_row.to(tl.pointer_type(tl.int32), bitcast=True)
+        tl.store(zw + cu, word, mask=mask)
+    else:
+        g = pe * scale - tl.where(cu == y, inv_n, 0.0)
+        tl.store(z_row + cu, g.to(dtype), mask=mask)
+
+
+@triton.jit(do_not_specialize=["gen"])
+def _ce_team_kernel(Z, TARGET, N_VALID, LOSS_ROWS, XCH, n_rows, n_units, stride_z,
+                    ignore_index, chunk_u, n_teams, gen, TEAM: tl.constexpr,
+                    TEAM_P2: tl.constexpr, BLOCK_U: tl.constexpr, PAIR: tl.constexpr,
+                    ASM_PACK: tl.constexpr, POST_ONLY: tl.constexpr):
+    """Program pid = team * TEAM + member: rows team, team + n_teams, ...; member's chunk is
+    units [member * chunk_u, +chunk_u) of the row (a unit = PAIR columns). Publishes its
+    chunk's LSE to XCH[row, member] (tagged gen), keeps p = exp(z - m_chunk), waits for its
+    team's words of the row, writes the gradient of its chunk from registers; the target's
+    owner writes LOSS_ROWS[row]."""
+    pid = tl.program_id(0)
+    team = pid // TEAM
+    member = pid - team * TEAM
+    lo_u = member * chunk_u
+    hi_u = tl.minimum(lo_u + chunk_u, n_units)
+    offs = tl.max_contiguous(tl.multiple_of(tl.arange(0, BLOCK_U), BLOCK_U), BLOCK_U)
+    toffs = tl.arange(0, TEAM_P2)
+    tmask = toffs < TEAM
+    inv_n = 1.0 / tl.load(N_VALID).to(tl.float32)
+    tag = gen.to(tl.int64) << 32
+
+    # prologue: row `team` loaded, reduced and published; row team + n_teams loaded
+    y0, x0, zy0 = _team_load(Z, TARGET, team, n_rows, stride_z, ignore_index, offs, lo_u, hi_u,
+                             PAIR)
+    m0, pe0, po0 = _team_post(XCH, team, member, x0, tag, (y0 != ignore_index) & (team < n_rows),
+                              TEAM_P2, PAIR)
+    y1, x1, zy1 = _team_load(Z, TARGET, team + n_teams, n_rows, stride_z, ignore_index, offs,
+                             lo_u, hi_u, PAIR)
+    for row in tl.range(team, n_rows, n_teams, num_stages=1):
+        # 1. loads of row + 2 n_teams: in flight during the rest of this iteration
+        yn, xn, zyn = _team_load(Z, TARGET, row + 2 * n_teams, n_rows, stride_z, ignore_index,
+                                 offs, lo_u, hi_u, PAIR)
+        # 2. first poll of row's words (published one iteration ago)
+        xrow = XCH + tl.cast(row, tl.int64) * TEAM_P2
+        valid0 = y0 != ignore_index
+        w = tl.load(xrow + toffs, mask=toffs < tl.where(valid0, TEAM, 0), other=tag,
+                    volatile=True)
+        # 3. reduce and publish row + n_teams (exp values kept for its gradient)
+        m1, pe1, po1 = _team_post(XCH, row + n_teams, member, x1, tag,
+                                  (y1 != ignore_index) & (row + n_teams < n_rows), TEAM_P2, PAIR)
+        # 4. wait for the team's words of row, merge (fixed order), write row's gradient
+        if not POST_ONLY:
+            if valid0:
+                polls = 0
+                while (tl.min(((w >> 32) == gen).to(tl.int32), axis=0) == 0) & (polls < MAX_POLLS):
+                    w = tl.load(xrow + toffs, mask=tmask, other=tag, volatile=True)
+                    polls += 1
+                parts = (w & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
+                parts = tl.where(tmask, parts, float("-inf"))
+                pm = tl.max(parts, axis=0)
+                lse = pm + tl.log(tl.sum(tl.exp2((parts - pm) * LOG2E), axis=0))
+                _team_grad(Z, row, stride_z, pe0, po0, m0, y0, lse, inv_n, offs, lo_u, hi_u,
+                           PAIR, ASM_PACK)
+                tl.store(LOSS_ROWS + row, (lse - zy0.to(tl.float32)) * inv_n,
+                         mask=(y0 >= lo_u * PAIR) & (y0 < hi_u * PAIR))
+            else:
+                z_row = Z + tl.cast(row, tl.int64) * stride_z
+                if PAIR == 2:
+                    z_row = z_row.to(tl.pointer_type(tl.int32), bitcast=True)
+                tl.store(z_row + (lo_u + offs), tl.zeros([BLOCK_U], dtype=x0.dtype),
+                         mask=lo_u + offs < hi_u)
+                tl.store(LOSS_ROWS + row, 0.0, mask=member == 0)
+        y0 = y1
+        m0 = m1
+        pe0 = pe1
+        po0 = po1
+        zy0 = zy1
+        y1 = yn
+        x1 = xn
+        zy1 = zyn
+
+
 _sm_count = {}
 BLOCK_V = 8192               # expert path: column block
 
-ROWPASS_MIN_V = 32769            # V >= this (rows over 64 KB of bf16) takes the row-pass path
-ROWPASS_MIN_V_INTERPRET = 16384  # interpreter: smoke V = 20011 row-pass, V = 1000 expert path
-ROW_SUB = 32                 # row-pass tile: ROW_SUB sub-rows of ROW_TILE columns
-ROW_TILE = 256               # one warp's width of 16-byte bf16 vectors (32 lanes x 8)
-ROW_WARPS = 32
-ROW_P1_STAGES = 5            # pass 1 (HBM): 4 tiles of 16 KB in flight per SM
-ROW_P2_STAGES = 4            # pass 2 (L2 re-read + stores)
+TEAM_MIN_V = 8193            # V >= this takes the row-team path (Mistral's 32000 included)
+TEAM_MIN_V_INTERPRET = 16384  # interpreter: smoke V = 20011 team path, V = 1000 expert path
+TEAM_BLOCK = 16384           # most columns per member (32 per thread at 16 warps)
+TEAM_BLOCK_INTERPRET = 4096  # interpreter: V = 20011 -> teams of 5
+TEAM_WARPS = 16
+ROW_SUB, ROW_TILE, ROW_WARPS, ROW_P1_STAGES, ROW_P2_STAGES = 32, 256, 32, 5, 4   # fallback
+
+_xch = {}                    # device -> [exchange buffer (int64, zero-initialised), next gen]
+_team_broken = {}            # device -> True once the team kernel failed to compile/launch
 
 
 def _num_sms(device, cpu_sms=1):
     if device.type != "cuda":
-        # CPU interpreter: size the grid for cpu_sms virtual SMs (1 on the expert path, 2 on
-        # the row-pass path, as in their source files), so the small smoke shapes still take
-        # the multi-row / persistent / multi-chunk paths the GPU uses at full size
         return cpu_sms
     idx = device.index if device.index is not None else torch.cuda.current_device()
     if idx not in _sm_count:
         _sm_count[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
     return _sm_count[idx]
+
+
+def _count_valid(target, n_valid, N, ignore_index):
+    count_block = max(128, min(4096, triton.next_power_of_2(N)))
+    _count_valid_kernel[(1,)](target, n_valid, N, int(ignore_index), BLOCK=count_block,
+                              num_warps=8 if count_block >= 2048 else 4)
 
 
 def _run_expert(logits, target, ignore_index, n_valid, loss_rows, N, V):
@@ -206,15 +385,69 @@ def _run_expert(logits, target, ignore_index, n_valid, loss_rows, N, V):
 
 
 def _run_rowpass(logits, target, ignore_index, n_valid, loss_rows, N, V):
-    count_block = max(128, min(4096, triton.next_power_of_2(N)))
-    _count_valid_kernel[(1,)](target, n_valid, N, int(ignore_index), BLOCK=count_block,
-                              num_warps=8 if count_block >= 2048 else 4)
-    grid = (min(N, _num_sms(logits.device, cpu_sms=2)),)   # one program per SM, whole rows
+    """The shipped expert's long-row path (fallback only)."""
+    _count_valid(target, n_valid, N, ignore_index)
+    grid = (min(N, _num_sms(logits.device, cpu_sms=2)),)
     _ce_rowpass_kernel[grid](logits, target, n_valid, loss_rows, N, V, logits.stride(0),
                              int(ignore_index), SUB=ROW_SUB, TILE=ROW_TILE,
                              P1_STAGES=1 if _INTERPRET else ROW_P1_STAGES,
                              P2_STAGES=1 if _INTERPRET else ROW_P2_STAGES,
                              num_warps=ROW_WARPS)
+
+
+def _team_shape(V, n_rows, n_slots, block):
+    """(TEAM, chunk): among TEAM in [cdiv(V, block), 2 cdiv(V, block)], the one that gives
+    each program the fewest rows, cdiv(n_rows, n_slots // TEAM) (ties: the smaller TEAM, i.e.
+    the larger chunk: a program's per-row cost is mostly fixed, so fewer, fuller chunks beat
+    using every SM); chunk = cdiv(V, TEAM) rounded up to 64 columns (<= block)."""
+    t_min = triton.cdiv(V, block)
+    team, best = t_min, None
+    for t in range(t_min, 2 * t_min + 1):
+        if t > n_slots:
+            break
+        rows_per_program = triton.cdiv(n_rows, n_slots // t)
+        if best is None or rows_per_program < best:
+            team, best = t, rows_per_program
+    chunk = triton.cdiv(triton.cdiv(V, team), 64) * 64
+    return team, chunk
+
+
+def _exchange(device, words):
+    key = str(device)
+    ent = _xch.get(key)
+    if ent is None or ent[0].numel() < words or ent[1] >= 2 ** 31 - 2:
+        ent = [torch.zeros((max(words, 1 << 16),), dtype=torch.int64, device=device), 1]
+        _xch[key] = ent
+    gen = ent[1]
+    ent[1] += 1
+    return ent[0], gen
+
+
+def _run_team(logits, target, ignore_index, n_valid, loss_rows, N, V):
+    _count_valid(target, n_valid, N, ignore_index)
+    block = TEAM_BLOCK_INTERPRET if _INTERPRET else TEAM_BLOCK
+    if _INTERPRET:
+        team, chunk = _team_shape(V, N, 1, block)
+        n_teams = min(N, 2)
+    else:
+        team, chunk = _team_shape(V, N, _num_sms(logits.device), block)
+        if team > _num_sms(logits.device):     # a team must fit on the GPU at once
+            return False
+        n_teams = min(N, _num_sms(logits.device) // team)
+    team_p2 = triton.next_power_of_2(team)
+    pair = 2 if (logits.dtype == torch.bfloat16 and V % 2 == 0 and logits.stride(0) % 2 == 0
+                 and logits.data_ptr() % 4 == 0) else 1
+    xch, gen = _exchange(logits.device, N * team_p2)
+    args = (logits, target, n_valid, loss_rows, xch, N, V // pair, logits.stride(0),
+            int(ignore_index), chunk // pair, n_teams, gen)
+    grid = (n_teams * team,)
+    meta = dict(TEAM=team, TEAM_P2=team_p2, BLOCK_U=block // pair, PAIR=pair,
+                ASM_PACK=pair == 2 and not _INTERPRET,
+                num_warps=4 if _INTERPRET else TEAM_WARPS, num_stages=1)
+    if _INTERPRET:          # programs run one after another: publish every partial first
+        _ce_team_kernel[grid](*args, POST_ONLY=True, **meta)
+    _ce_team_kernel[grid](*args, POST_ONLY=False, **meta)
+    return True
 
 
 def run(logits, target, ignore_index):
@@ -225,8 +458,15 @@ def run(logits, target, ignore_index):
     loss_rows = torch.empty((N,), dtype=torch.float32, device=logits.device)
     if N == 0:
         return loss_rows.sum()
-    rowpass_min = ROWPASS_MIN_V_INTERPRET if _INTERPRET else ROWPASS_MIN_V
-    if V >= rowpass_min:
+    team_min = TEAM_MIN_V_INTERPRET if _INTERPRET else TEAM_MIN_V
+    if V >= team_min:
+        key = str(logits.device)
+        if not _team_broken.get(key, False):
+            try:
+                if _run_team(logits, target, ignore_index, n_valid, loss_rows, N, V):
+                    return loss_rows.sum()
+            except Exception:          # compile/launch refused (nothing was written yet)
+                _team_broken[key] = True
         _run_rowpass(logits, target, ignore_index, n_valid, loss_rows, N, V)
     else:
         _run_expert(logits, target, ignore_index, n_valid, loss_rows, N, V)

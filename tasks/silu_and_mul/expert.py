@@ -10,7 +10,9 @@ Design (memory-bound: every input element read once, every output written once, 
 output element in bf16 instead of the 10 of a separate silu kernel and multiply kernel):
   * one fused pass: each program loads a gate tile and the up tile I columns to its right, and
     stores the product; nothing intermediate touches memory;
-  * 2-D grid (row block, column tile): axis 1 indexes column tiles of up to 2048 columns, chosen
+  * 1-D grid over (row block, column tile) pairs, column tile fastest, so that consecutive
+    programs (the order the block scheduler issues them) walk along a row and touch neighbouring
+    DRAM pages, rather than 4 KB pieces of rows 2I elements apart; column tiles of up to 2048 columns, chosen
     as the largest power of two <= 2048 that divides I when there is one (14336 = 7 x 2048,
     7168 = 7 x 1024, 768 = 3 x 256), so no lanes are wasted on padding the way a single
     next_pow2(I) block per row would (14336 -> 16384);
@@ -40,8 +42,10 @@ def _silu_and_mul_kernel(
     WIDE_INDEX: tl.constexpr,
 ):
     out_dtype = OUT.dtype.element_ty
-    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    pid = tl.program_id(0)
+    n_col_tiles = tl.cdiv(n_cols, BLOCK_C)
+    rows = (pid // n_col_tiles) * ROWS + tl.arange(0, ROWS)
+    cols = (pid % n_col_tiles) * BLOCK_C + tl.arange(0, BLOCK_C)
     cols = tl.max_contiguous(tl.multiple_of(cols, BLOCK_C), BLOCK_C)
     if WIDE_INDEX:
         rows = rows.to(tl.int64)
@@ -94,7 +98,7 @@ def run(x):
     rows, block_c = _config(T, I)
     even = (T % rows == 0) and (I % block_c == 0)
     wide = T * max(x2.stride(0), out.stride(0)) >= 2**31
-    grid = (triton.cdiv(T, rows), triton.cdiv(I, block_c))
+    grid = (triton.cdiv(T, rows) * triton.cdiv(I, block_c),)
     _silu_and_mul_kernel[grid](
         x2, out, x2.stride(0), out.stride(0), T, I,
         ROWS=rows, BLOCK_C=block_c, EVEN_TILES=even, WIDE_INDEX=wide, num_warps=_NUM_WARPS)

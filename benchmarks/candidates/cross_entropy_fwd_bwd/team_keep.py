@@ -47,7 +47,9 @@ Row-team design (memory-bound; the goal is logits read from HBM once and written
   * deadlock freedom: a member only waits for words of its own team's rows, which its
     teammates publish before they wait on anything newer; teams are consecutive program ids,
     so with in-order CTA dispatch a waiting program's teammates are resident or start as soon
-    as a lower-numbered team finishes; the kernel needs only TEAM (<= 2 cdiv(V, 16384))
+    as a lower-numbered team finishes; the wait is bounded (MAX_POLLS, ~0.2 s), so a teammate
+    that never arrives (another process holding SMs, say) gives a wrong gradient, which any
+    check catches, instead of a hung GPU; the kernel needs only TEAM (<= 2 cdiv(V, 16384))
     co-resident programs to make progress, and the grid (one program per SM) is sized to be
     resident at once for speed, not for safety;
   * z[target] is read by the member whose chunk holds it (at prefetch, before any store of
@@ -76,6 +78,7 @@ import triton
 import triton.language as tl
 
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+MAX_POLLS = tl.constexpr(1 << 18)   # bound of a member's wait for its teammates (~1 us per poll)
 LOG2E = tl.constexpr(1.4426950408889634)
 
 @triton.jit
@@ -311,8 +314,10 @@ def _ce_team_kernel(Z, TARGET, N_VALID, LOSS_ROWS, XCH, n_rows, n_units, stride_
         # 4. wait for the team's words of row, merge (fixed order), write row's gradient
         if not POST_ONLY:
             if valid0:
-                while tl.min(((w >> 32) == gen).to(tl.int32), axis=0) == 0:
+                polls = 0
+                while (tl.min(((w >> 32) == gen).to(tl.int32), axis=0) == 0) & (polls < MAX_POLLS):
                     w = tl.load(xrow + toffs, mask=tmask, other=tag, volatile=True)
+                    polls += 1
                 parts = (w & 0xFFFFFFFF).to(tl.int32).to(tl.float32, bitcast=True)
                 parts = tl.where(tmask, parts, float("-inf"))
                 pm = tl.max(parts, axis=0)
