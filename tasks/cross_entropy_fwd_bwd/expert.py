@@ -11,19 +11,22 @@ rows whose target is not ignore_index, computes
 and returns loss (0-d float32); the gradient overwrites the logits.
 
 Dispatch: V >= TEAM_MIN_V = 8193 takes the row-team path: Llama-3 128256 and Qwen3 151936
-(TEAM = 8 / 10) and Mistral 32000 (TEAM = 2, chunks of 16000 columns, 66 teams); V <= 8192
-takes the shipped expert's kernel and launch unchanged. Same as team_all.py except that the
-exponentials of the chunk are kept for the gradient (below). Under TRITON_INTERPRET=1 the
+(TEAM = 16 / 19) and Mistral 32000 (TEAM = 4, chunks of 8000 columns, 66 teams); V <= 8192
+takes the shipped expert's kernel and launch unchanged. Round 5: the shipped team kernel
+(16 warps, 1 program per SM, 16384-column chunks) cut into 2 programs of 8 warps per SM
+(8192-column chunks, same 32 columns and 128 registers per thread, pinned by maxnreg): the
+programs' barriers, reductions and team waits no longer stall the whole SM in lock-step, and
+their loads are issued at staggered times; the chunk max is one cross-warp reduction. Under TRITON_INTERPRET=1 the
 threshold is 16384 (smoke V = 20011 team path, V = 1000 expert path).
 
 Row-team design (memory-bound; the goal is logits read from HBM once and written once):
   * a team of TEAM programs (consecutive program ids) shares a row: member j owns columns
-    [j * chunk, (j + 1) * chunk) with chunk = V / TEAM rounded up to 64, at most 16384 columns,
+    [j * chunk, (j + 1) * chunk) with chunk = V / TEAM rounded up to 64, at most 8192 columns,
     and holds its chunk in registers (32 columns per thread, bf16 kept packed two per 32-bit
     register, loaded as 16-byte vectors), so the row is never re-read; TEAM is picked so that
-    each program walks the fewest rows (grid: one 16-warp, 128-register program per SM, rounded
-    down to a multiple of TEAM; Qwen3: TEAM = 10, chunks of 15232 columns, 13 teams = 130
-    programs, 316 rows each; Llama-3: TEAM = 8, chunks of 16064, 16 teams = 128 programs, 256
+    each program walks the fewest rows (grid: 2 8-warp, 128-register programs per SM,
+    rounded down to a multiple of TEAM; Qwen3: TEAM = 19, chunks of 8000 columns, 13 teams = 247
+    programs, 316 rows each; Llama-3: TEAM = 16, chunks of 8064, 16 teams = 256 programs, 256
     rows each); team t walks rows t, t + n_teams, ... (persistent);
   * per row each member computes its chunk's log-sum-exp in fp32 (max, then sum of
     exp2((z - m) log2 e): the online rescale of L1.online_lse happens once per chunk, and the
@@ -43,15 +46,16 @@ Row-team design (memory-bound; the goal is logits read from HBM once and written
     (3) reduces and publishes row r + n_teams (loaded one iteration earlier), (4) waits for
     row r's words (published one iteration earlier, so usually already there) and writes row
     r's gradient: the team round trip is hidden behind a row's reduction and ~2 chunks
-    (30-60 KB at Qwen3) of loads stay in flight per SM;
+    (15-30 KB per program, 2 programs per SM at Qwen3) of loads stay in flight;
   * deadlock freedom: a member only waits for words of its own team's rows, which its
     teammates publish before they wait on anything newer; teams are consecutive program ids,
     so with in-order CTA dispatch a waiting program's teammates are resident or start as soon
     as a lower-numbered team finishes; the wait is bounded (MAX_POLLS, ~0.2 s), so a teammate
     that never arrives (another process holding SMs, say) gives a wrong gradient, which any
-    check catches, instead of a hung GPU; the kernel needs only TEAM (<= 2 cdiv(V, 16384))
-    co-resident programs to make progress, and the grid (one program per SM) is sized to be
-    resident at once for speed, not for safety;
+    check catches, instead of a hung GPU; the kernel needs only TEAM (<= 2 cdiv(V, 8192))
+    co-resident programs to make progress, and the grid (2 programs per SM) is sized to be
+    resident at once for speed, not for safety (if maxnreg is refused, run() launches the
+    same kernel uncapped: fewer programs per SM, still correct and deadlock-free);
   * z[target] is read by the member whose chunk holds it (at prefetch, before any store of
     that row) and that member writes the row's loss (lse - z[target]) / n; ignored rows are
     not read: their members store zeros (member 0 a zero loss) without waiting;
@@ -65,8 +69,9 @@ Row-team design (memory-bound; the goal is logits read from HBM once and written
 Expert path (V <= 8192): per row an online log-sum-exp over 8192-column blocks (running max,
 sum rescaled by exp2((m_old - m_new) log2 e)), then a second loop re-reads the row (L2) and
 writes the gradient in place; persistent grid of 2 programs per SM, num_stages=3.
-Launch configuration: team kernel num_warps=16 (1 program per SM by registers), num_stages=1
-(the register pipeline is manual), BLOCK = 16384 columns (8192 bf16x2 words); count kernel 1
+Launch configuration: team kernel num_warps=8, maxnreg=128 (2 programs per SM by
+registers; uncapped, Triton 3.6 takes 191), num_stages=1 (the register pipeline is manual),
+BLOCK = 8192 columns (4096 bf16x2 words); count kernel 1
 program, up to 4096-target blocks.
 Dtypes come from the pointers, so the kernels run bf16 on the GPU and fp16 under
 TRITON_INTERPRET=1 (fp16 or an odd V takes the unpacked variant of the same kernel).
@@ -222,7 +227,7 @@ def _team_post(XCH, row, member, x, tag, ok, TEAM_P2: tl.constexpr, PAIR: tl.con
     PAIR = 1, po is pe)."""
     if PAIR == 2:
         xe, xo = _unpack_bf16x2(x)
-        m = tl.maximum(tl.max(xe, axis=0), tl.max(xo, axis=0))
+        m = tl.max(tl.maximum(xe, xo), axis=0)             # one cross-warp reduction
         m = tl.where(m == float("-inf"), 0.0, m)
         ml = m * LOG2E
         pe = tl.exp2(xe * LOG2E - ml)
@@ -348,9 +353,11 @@ BLOCK_V = 8192               # expert path: column block
 
 TEAM_MIN_V = 8193            # V >= this takes the row-team path (Mistral's 32000 included)
 TEAM_MIN_V_INTERPRET = 16384  # interpreter: smoke V = 20011 team path, V = 1000 expert path
-TEAM_BLOCK = 16384           # most columns per member (32 per thread at 16 warps)
+TEAM_BLOCK = 8192            # most columns per member (32 per thread at 8 warps)
 TEAM_BLOCK_INTERPRET = 4096  # interpreter: V = 20011 -> teams of 5
-TEAM_WARPS = 16
+TEAM_WARPS = 8
+TEAM_PER_SM = 2              # programs per SM: 2 x 8 warps x 128 registers = the register file
+TEAM_MAXNREG = 128           # pins 128 registers per thread so that 2 programs fit per SM
 ROW_SUB, ROW_TILE, ROW_WARPS, ROW_P1_STAGES, ROW_P2_STAGES = 32, 256, 32, 5, 4   # fallback
 
 _xch = {}                    # device -> [exchange buffer (int64, zero-initialised), next gen]
@@ -430,10 +437,11 @@ def _run_team(logits, target, ignore_index, n_valid, loss_rows, N, V):
         team, chunk = _team_shape(V, N, 1, block)
         n_teams = min(N, 2)
     else:
-        team, chunk = _team_shape(V, N, _num_sms(logits.device), block)
-        if team > _num_sms(logits.device):     # a team must fit on the GPU at once
+        n_sms = _num_sms(logits.device)
+        team, chunk = _team_shape(V, N, TEAM_PER_SM * n_sms, block)
+        if team > n_sms:                       # a team must fit on the GPU at once
             return False
-        n_teams = min(N, _num_sms(logits.device) // team)
+        n_teams = min(N, (TEAM_PER_SM * n_sms) // team)
     team_p2 = triton.next_power_of_2(team)
     pair = 2 if (logits.dtype == torch.bfloat16 and V % 2 == 0 and logits.stride(0) % 2 == 0
                  and logits.data_ptr() % 4 == 0) else 1
@@ -446,7 +454,15 @@ def _run_team(logits, target, ignore_index, n_valid, loss_rows, N, V):
                 num_warps=4 if _INTERPRET else TEAM_WARPS, num_stages=1)
     if _INTERPRET:          # programs run one after another: publish every partial first
         _ce_team_kernel[grid](*args, POST_ONLY=True, **meta)
-    _ce_team_kernel[grid](*args, POST_ONLY=False, **meta)
+    if _INTERPRET:
+        _ce_team_kernel[grid](*args, POST_ONLY=False, **meta)
+        return True
+    try:        # compile errors are raised before anything is launched
+        _ce_team_kernel[grid](*args, POST_ONLY=False, maxnreg=TEAM_MAXNREG, **meta)
+    except Exception:
+        # a Triton that refuses maxnreg: same kernel without the cap (correct, and still
+        # deadlock-free if only 1 program per SM fits: teams are consecutive program ids)
+        _ce_team_kernel[grid](*args, POST_ONLY=False, **meta)
     return True
 
 

@@ -12,17 +12,23 @@ output element in bf16 instead of the 10 of a separate silu kernel and multiply 
     stores the product; nothing intermediate touches memory;
   * 1-D grid over (row block, column tile) pairs, column tile fastest, so that consecutive
     programs (the order the block scheduler issues them) walk along a row and touch neighbouring
-    DRAM pages, rather than 4 KB pieces of rows 2I elements apart; column tiles of up to 2048 columns, chosen
-    as the largest power of two <= 2048 that divides I when there is one (14336 = 7 x 2048,
+    DRAM pages, rather than 4 KB pieces of rows 2I elements apart; column tiles of up to 1024 columns, chosen
+    as the largest power of two <= 1024 that divides I when there is one (14336 = 14 x 1024,
     7168 = 7 x 1024, 768 = 3 x 256), so no lanes are wasted on padding the way a single
     next_pow2(I) block per row would (14336 -> 16384);
-  * narrow rows (I = 768): a program takes several rows as a [ROWS, BLOCK_C] tile, so every
-    program still moves ~4 KB of gate, ~4 KB of up and ~4 KB of output;
+  * small programs, the size torch.compile's pointwise kernel picks: 1024 outputs per program
+    and 4 warps, so each thread moves exactly one 16-byte vector of gate, of up and of output,
+    holds few registers, and more, shorter programs are resident per SM (i14336: 114688
+    programs of 1 x 1024; i7168: 1792 programs);
+  * narrow rows (I = 768): a program takes several rows as a [ROWS, BLOCK_C] tile (4 x 256), so
+    every program still moves 2 KB of gate, 2 KB of up and 2 KB of output;
   * 16-byte vectors: contiguous column offsets with multiple_of/max_contiguous hints, I and the
     row stride divisible by 16 are specialized by Triton, and an EVEN_TILES constexpr drops all
     masks when the tiles divide the problem;
-  * sigmoid with exp2 and a fast (non-IEEE) reciprocal divide; streaming loads marked
-    evict_first; 64-bit row offsets only when the tensor needs them.
+  * sigmoid with exp2 and a fast (non-IEEE) reciprocal divide; plain loads and stores with no
+    cache-eviction hints (an evict_first hint becomes an L2::evict_first cache policy on every
+    load; torch.compile's kernel and the naive one carry none); 64-bit row offsets only when
+    the tensor needs them.
 Dtypes come from the pointers, so the same code runs bf16 on the GPU and fp16 under
 TRITON_INTERPRET=1.
 """
@@ -53,12 +59,12 @@ def _silu_and_mul_kernel(
     u_ptrs = g_ptrs + n_cols
     o_ptrs = OUT + rows[:, None] * stride_o + cols[None, :]
     if EVEN_TILES:
-        g = tl.load(g_ptrs, eviction_policy="evict_first").to(tl.float32)
-        u = tl.load(u_ptrs, eviction_policy="evict_first").to(tl.float32)
+        g = tl.load(g_ptrs).to(tl.float32)
+        u = tl.load(u_ptrs).to(tl.float32)
     else:
         mask = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
-        g = tl.load(g_ptrs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        u = tl.load(u_ptrs, mask=mask, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        g = tl.load(g_ptrs, mask=mask, other=0.0).to(tl.float32)
+        u = tl.load(u_ptrs, mask=mask, other=0.0).to(tl.float32)
     # silu(g) = g / (1 + 2^(-g log2 e)); for very negative g the denominator overflows to inf
     # and the quotient is the correct limit 0
     silu = tl.fdiv(g, 1.0 + tl.exp2(-g * 1.4426950408889634), ieee_rounding=False)
@@ -69,18 +75,18 @@ def _silu_and_mul_kernel(
         tl.store(o_ptrs, out, mask=mask)
 
 
-_TILE_ELEMS = 2048       # output elements per program: 4 KB of gate, up and out each in bf16
-_NUM_WARPS = 4           # 16 outputs per thread: two 16-byte vectors per load and store
+_TILE_ELEMS = 1024       # output elements per program: 2 KB of gate, up and out each in bf16
+_NUM_WARPS = 4           # 8 outputs per thread: one 16-byte vector per load and store
 
 
 def _config(n_rows, n_cols):
-    """(ROWS, BLOCK_C): column tile = largest power of two <= 2048 dividing I (>= 128), else the
-    padded width capped at 2048; enough rows per program to reach _TILE_ELEMS elements."""
-    block_c = 2048
+    """(ROWS, BLOCK_C): column tile = largest power of two <= 1024 dividing I (>= 128), else the
+    padded width capped at 1024; enough rows per program to reach _TILE_ELEMS elements."""
+    block_c = _TILE_ELEMS
     while block_c > 128 and n_cols % block_c:
         block_c //= 2
     if n_cols % block_c:
-        block_c = min(triton.next_power_of_2(n_cols), 2048)
+        block_c = min(triton.next_power_of_2(n_cols), _TILE_ELEMS)
     rows = max(1, min(_TILE_ELEMS // block_c, triton.next_power_of_2(n_rows)))
     return rows, block_c
 
