@@ -24,6 +24,7 @@ from d2k.execution.inputs import build_inputs, clone_inputs
 from d2k.execution.worker import load_module
 from d2k.execution.timing import CudaTimer, TimerGuard
 from d2k.jobs import task_payload
+from profile_kernels import parse as parse_case  # benchmarks/ is on sys.path when run as a script
 
 CASES = [
     ("rmsnorm", "rmsnorm_h512_t16384", "expert"),
@@ -53,15 +54,8 @@ def report(case: dict, guard, call, n_sets, restore):
                   flush=True)
 
 
-def parse_case(arg: str) -> tuple[str, str, str]:
-    parts = arg.split(":")
-    if len(parts) not in (2, 3):
-        raise SystemExit(f"expected TASK:WORKLOAD[:SOLUTION], got {arg!r}")
-    return parts[0], parts[1], parts[2] if len(parts) == 3 else "expert"
-
-
 def main(argv: list[str]):
-    cases = [parse_case(a) for a in argv] or CASES
+    cases = [parse_case(a) for a in argv] or CASES  # TASK:WORKLOAD[:SOLUTION], as profile_kernels.py
     guard = TimerGuard()
     bench = Benchmark.load(only=sorted({c[0] for c in cases}))
     for task_id, workload_id, name in cases:
