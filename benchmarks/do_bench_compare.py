@@ -18,7 +18,7 @@ import triton.testing
 from d2k.content import Benchmark
 from d2k.execution.inputs import build_inputs
 from d2k.execution.worker import load_module
-from d2k.jobs import task_payload
+from d2k.job_payload import task_payload
 
 
 def main() -> int:

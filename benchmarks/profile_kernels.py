@@ -19,7 +19,7 @@ import torch
 from d2k.content import Benchmark
 from d2k.execution.inputs import build_inputs
 from d2k.execution.worker import load_module
-from d2k.jobs import task_payload
+from d2k.job_payload import task_payload
 
 
 def parse(arg: str) -> tuple[str, str, str]:

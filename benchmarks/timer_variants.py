@@ -18,7 +18,7 @@ from d2k.content import Benchmark
 from d2k.execution.inputs import build_inputs, clone_inputs
 from d2k.execution.worker import load_module
 from d2k.execution.timing import CudaTimer, TimerGuard
-from d2k.jobs import task_payload
+from d2k.job_payload import task_payload
 
 CASES = [
     ("bf16_gemm", "bf16_gemm_m8192_n6144_k4096", "expert"),

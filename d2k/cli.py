@@ -206,7 +206,8 @@ def eval_cmd(
 ):
     """Check and time one solution on a task's workloads, each solution in its own process."""
     from d2k.solutions import resolve
-    from d2k.sweep import Plan, detect_backend
+    from d2k.execution.probe import detect_backend
+    from d2k.sweep import Plan
 
     bench = _bench([task])
     backend = detect_backend(backend)
@@ -236,7 +237,8 @@ def bench(
 ):
     """Run solutions over tasks (default: every task's expert, naive and reference) and summarise."""
     from d2k.solutions import resolve
-    from d2k.sweep import Plan, detect_backend
+    from d2k.execution.probe import detect_backend
+    from d2k.sweep import Plan
 
     only = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     bench_content = _bench(only)
@@ -266,9 +268,10 @@ def calibrate(db: Optional[str] = DbOption):
     import uuid
 
     from d2k import runner
-    from d2k.sweep import probe_environment, work_dir
+    from d2k.execution.probe import probe_environment
+    from d2k.sweep import work_dir
 
-    from d2k.sweep import detect_backend
+    from d2k.execution.probe import detect_backend
 
     backend = "cuda"
     if detect_backend("auto") != "cuda":
@@ -532,7 +535,7 @@ def judge_eval(
 def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files of d2k runs, or calibration.json files of d2k calibrate, written elsewhere."),
            db: Optional[str] = DbOption):
     """Load results produced on another machine (e.g. a GPU node) into the store."""
-    from d2k.sweep import ingest as ingest_file
+    from d2k.ingest import ingest as ingest_file
 
     store = _store(db)
     try:
@@ -586,7 +589,8 @@ def experiment_run(
     """Create the attempts (model x task x condition x seed) and run those not finished; resumable."""
     from d2k.experiment import spec as spec_mod
     from d2k.experiment.run import run_experiment
-    from d2k.sweep import detect_backend, work_dir
+    from d2k.execution.probe import detect_backend
+    from d2k.sweep import work_dir
 
     spec = spec_mod.load(spec_path)
     if executor not in (None, "local", "ray"):

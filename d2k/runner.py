@@ -18,9 +18,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from d2k.errors import D2KError
+from d2k.execution.stats import timing_stats
 
 WORKER_MODULE = "d2k.execution.worker"
 
@@ -143,20 +142,6 @@ def run_single(job: dict, job_dir: Path, expect: str, timeout_s: float) -> dict:
         detail = _tail(job_dir / "stderr.log", 600).splitlines()
         raise D2KError(f"{job.get('kind')} worker exited with code {proc.returncode}" + (f": {detail[-1]}" if detail else ""))
     return found
-
-
-def timing_stats(samples: list[float]) -> dict:
-    """Median, quartiles and spread of the per-call samples (milliseconds)."""
-    if not samples:
-        return {}
-    a = np.asarray(samples, dtype=np.float64)
-    q1, median, q3 = np.percentile(a, [25, 50, 75])
-    mean = float(a.mean())
-    std = float(a.std(ddof=1)) if a.size > 1 else 0.0
-    return {
-        "median_ms": float(median), "q1_ms": float(q1), "q3_ms": float(q3), "iqr_ms": float(q3 - q1),
-        "mean_ms": mean, "std_ms": std, "min_ms": float(a.min()), "max_ms": float(a.max()), "n_samples": int(a.size),
-    }
 
 
 def finalize(raw: dict, context: dict) -> dict:

@@ -1,4 +1,4 @@
-"""Evaluate solutions on workloads: environment probe, skip-on-rerun, isolated workers, JSONL and store.
+"""Evaluate solutions on workloads: skip-on-rerun, isolated workers, JSONL and store.
 
 Every finished evaluation is appended to the run's ``results.jsonl`` (fsynced) and inserted into
 the store at once, so a crash of d2k itself loses nothing already measured; a re-run skips what the
@@ -8,7 +8,6 @@ store holds for (solution, workload, environment) unless ``force``.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import uuid
@@ -16,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from d2k import runner
+from d2k.execution.probe import probe_environment
 from d2k.content import Benchmark
-from d2k.errors import D2KError
-from d2k.jobs import evaluation_job, timing_settings
+from d2k.job_payload import evaluation_job, timing_settings
 from d2k.schema import Workload
 from d2k.solutions import Solution
 from d2k.store import Store
@@ -26,36 +25,6 @@ from d2k.store import Store
 
 def work_dir() -> Path:
     return Path(os.environ.get("D2K_WORKDIR", ".d2k"))
-
-
-def detect_backend(requested: str) -> str:
-    if requested not in ("auto", "cuda", "interpreter"):
-        raise D2KError(f"--backend must be auto, cuda or interpreter, not {requested!r}")
-    if requested != "auto":
-        return requested
-    try:
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "interpreter"
-    except ImportError:
-        raise D2KError("torch is not installed: pip install torch") from None
-
-
-_interpreter_env: dict | None = None
-
-
-def probe_environment(backend: str, directory: Path) -> dict:
-    """The environment, read by a worker process of that backend. The interpreter's does not change
-    within a process, so it is read once; a GPU's is read every time (its clocks move)."""
-    global _interpreter_env
-    if backend == "interpreter" and _interpreter_env is not None:
-        return dict(_interpreter_env)
-    job = {"kind": "environment", "backend": backend}
-    env = runner.run_single(job, directory / "environment", "env", timeout_s=300)
-    env.pop("event", None)
-    if backend == "interpreter":
-        _interpreter_env = dict(env)
-    return env
 
 
 @dataclass
@@ -162,58 +131,3 @@ def run_sweep(
     return result
 
 
-def _ingest_calibration(store: Store, path: Path, counts: dict) -> dict:
-    text = path.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-        env, cal = data["env"], data["calibration"]
-        env["env_id"]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise D2KError(f"{path}: not a calibration.json of d2k calibrate (expected 'env' and 'calibration')") from None
-    store.add_environment(env)
-    # the id is the file's hash, so ingesting the same file twice keeps one row
-    store.add_calibration(hashlib.sha256(text.encode()).hexdigest()[:32], env, cal)
-    counts["environment"] += 1
-    counts["calibration"] += 1
-    return counts
-
-
-def ingest(store: Store, bench: Benchmark | None, path: Path) -> dict:
-    """Load a run's ``results.jsonl`` or a ``calibration.json`` of ``d2k calibrate`` (e.g. produced
-    on a GPU node) into the store."""
-    if not path.is_file():
-        raise D2KError(f"results file not found: {path}")
-    if bench is not None:
-        store.sync_content(bench)
-    counts = {"environment": 0, "solution": 0, "evaluation": 0, "calibration": 0}
-    if path.suffix == ".json":
-        return _ingest_calibration(store, path, counts)
-    env = None
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            raise D2KError(f"{path}:{lineno}: not JSON (truncated file?)") from None
-        kind = record.pop("record", None)
-        if kind == "environment":
-            env = record
-            store.add_environment(record)
-        elif kind == "solution":
-            store.add_solution(Solution(record["solution_id"], record["task_id"], record["label"], record["kind"],
-                                        Path(record["path"]), record["source"]))
-        elif kind == "evaluation":
-            store.add_evaluation(record)
-        elif kind == "calibration":
-            store.add_calibration(record["calibration_id"], record["env"], record)
-        else:
-            raise D2KError(f"{path}:{lineno}: unknown record type {kind!r}")
-        counts[kind] += 1
-    if env is not None and counts["evaluation"]:
-        store.con.execute(
-            "INSERT INTO runs SELECT DISTINCT run_id, 'ingest', NULL, env_id, backend, min(created_at), max(created_at), "
-            "'ingested', NULL, ? FROM evaluations WHERE run_id NOT IN (SELECT run_id FROM runs) GROUP BY run_id, env_id, backend",
-            [str(path)],
-        )
-    return counts

@@ -7,7 +7,8 @@ from d2k.content import Benchmark
 from d2k.errors import D2KError
 from d2k.solutions import Solution, resolve
 from d2k.store import Store
-from d2k.sweep import Plan, ingest, run_sweep
+from d2k.ingest import ingest
+from d2k.sweep import Plan, run_sweep
 
 
 @pytest.fixture

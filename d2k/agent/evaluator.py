@@ -7,7 +7,7 @@ from pathlib import Path
 
 from d2k import runner
 from d2k.content import Benchmark
-from d2k.jobs import evaluation_job
+from d2k.job_payload import evaluation_job
 from d2k.solutions import Solution, resolve, sha256
 
 

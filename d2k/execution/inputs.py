@@ -1,6 +1,6 @@
 """Deterministic construction of a workload's inputs from its seed (worker side).
 
-The job carries the task's signature as plain dicts (see ``d2k.jobs``); a task's reference module
+The job carries the task's signature as plain dicts (see ``d2k.job_payload``); a task's reference module
 may define ``make_inputs`` for inputs the generic initialisers cannot express.
 """
 

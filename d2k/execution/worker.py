@@ -2,7 +2,7 @@
 
     python -m d2k.execution.worker JOB.json
 
-The job (plain JSON, written by ``d2k.jobs``) names the solution, the task's signature and
+The job (plain JSON, written by ``d2k.job_payload``) names the solution, the task's signature and
 tolerances, the workloads and the timing settings. The worker appends one JSON event per line to
 ``job["events_path"]``: ``env``, then per workload ``start`` and ``result``, then ``done``. The
 parent process watches that file, enforces timeouts, restarts the worker after a crash, and computes

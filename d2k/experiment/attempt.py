@@ -20,7 +20,7 @@ from d2k.agent.loop import ModelConfig, run_agent
 from d2k.agent.tools import DESIGN_FILE, Tools
 from d2k.agent.workspace import Workspace
 from d2k.content import Benchmark
-from d2k.jobs import evaluation_job
+from d2k.job_payload import evaluation_job
 from d2k.solutions import Solution, resolve, sha256
 
 

@@ -138,7 +138,7 @@ def run_experiment(spec: ExperimentSpec, spec_path: Path, store: Store, bench: B
                    backend: str, executor: str | None = None, address: str | None = None, progress=None,
                    client=None, judge_context=None) -> dict:
     from d2k.experiment.executors import LocalExecutor, RayExecutor
-    from d2k.sweep import probe_environment
+    from d2k.execution.probe import probe_environment
 
     unknown = [t for t in spec.tasks if t not in bench.tasks]
     if unknown:

@@ -1,0 +1,38 @@
+"""Which backend a run uses, and the environment a worker of that backend reads (GPU, versions, clocks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from d2k import runner
+from d2k.errors import D2KError
+
+
+def detect_backend(requested: str) -> str:
+    if requested not in ("auto", "cuda", "interpreter"):
+        raise D2KError(f"--backend must be auto, cuda or interpreter, not {requested!r}")
+    if requested != "auto":
+        return requested
+    try:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "interpreter"
+    except ImportError:
+        raise D2KError("torch is not installed: pip install torch") from None
+
+
+_interpreter_env: dict | None = None
+
+
+def probe_environment(backend: str, directory: Path) -> dict:
+    """The environment, read by a worker process of that backend. The interpreter's does not change
+    within a process, so it is read once; a GPU's is read every time (its clocks move)."""
+    global _interpreter_env
+    if backend == "interpreter" and _interpreter_env is not None:
+        return dict(_interpreter_env)
+    job = {"kind": "environment", "backend": backend}
+    env = runner.run_single(job, directory / "environment", "env", timeout_s=300)
+    env.pop("event", None)
+    if backend == "interpreter":
+        _interpreter_env = dict(env)
+    return env
