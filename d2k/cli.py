@@ -12,13 +12,14 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from d2k.errors import D2KError
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True,
+    add_completion=False,
     help="d2k: the D2K-Bench toolkit: content, isolated GPU evaluation, DuckDB store.",
 )
 console = Console()
@@ -33,15 +34,16 @@ def _store(db: Optional[str]):
     return Store(db)
 
 
-def _existing_store(db: Optional[str]):
+def _existing_store(db: Optional[str], read_only: bool = True):
     """The store of a command that only reads: a path that does not exist is a mistake (a typo in
-    --db, another folder), not a new empty store to create and report on."""
+    --db, another folder), not a new empty store to create and report on. Opened read-only unless
+    asked: such a command cannot change the store, nor write files through DuckDB."""
     from d2k.store import Store, default_path
 
     path = str(db or default_path())
     if path != ":memory:" and not Path(path).expanduser().exists():
         raise D2KError(f"no store at {path}: run `d2k bench` or `d2k ingest` first, or pass --db (or set D2K_DB)")
-    return Store(path)
+    return Store(path, read_only=read_only)
 
 
 def _bench(only: list[str] | None = None):
@@ -50,13 +52,42 @@ def _bench(only: list[str] | None = None):
     return Benchmark.load(only=only)
 
 
-def _print_table(cols, rows, title: str | None = None, digits: int = 4) -> None:
-    table = Table(title=title)
-    for c in cols:
-        table.add_column(c)
-    for row in rows:
-        table.add_row(*[_fmt(v, digits) for v in row])
-    console.print(table)
+# columns whose values are never cut: ids, names and short values (numbers, statuses); the
+# free-text columns (titles, failures, reasons) wrap instead
+_FREE_TEXT_WIDTH = 16
+
+
+def _print_table(cols, rows, title: str | None = None, digits: int = 4, right: tuple = (), out: Console | None = None) -> None:
+    """A table whose cells are plain text (never read as rich markup: `[judge]`, `x[i]` stay), in
+    which no id is truncated: short columns keep their full width, long text wraps, and when the
+    terminal (or a pipe's 80 columns) is too narrow for the unbreakable columns the table is
+    printed wider than it rather than cut."""
+    from rich.text import Text
+
+    cells = [[_fmt(v, digits) for v in row] for row in rows]
+    table = Table(title=escape(title) if title else None)
+    needed = 1
+    for i, c in enumerate(cols):
+        width = max([len(line) for line in str(c).splitlines() or [""]]
+                    + [len(line) for row in cells for line in row[i].splitlines()])
+        justify = "right" if c in right else "left"
+        if width <= _FREE_TEXT_WIDTH or _is_id_column(c):
+            table.add_column(Text(str(c)), justify=justify, no_wrap=True, min_width=width)
+            needed += width + 3
+        else:
+            table.add_column(Text(str(c)), justify=justify, overflow="fold")
+            needed += min(width, _FREE_TEXT_WIDTH) + 3
+    for row in cells:
+        table.add_row(*[Text(v) for v in row])
+    out = out or console
+    if needed > out.width:
+        table.width = needed  # rich caps a print's width at the console's; a table's own width is not capped
+    out.print(table, crop=False)
+
+
+def _is_id_column(name) -> bool:
+    name = str(name)
+    return name in ("task", "solution", "workload", "key", "item", "model", "label", "judge") or name.endswith("_id")
 
 
 def _fmt(value, digits: int = 4) -> str:
@@ -111,12 +142,9 @@ def tasks(as_json: bool = typer.Option(False, "--json", help="Print JSON instead
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(title=f"{len(rows)} tasks")
-    for col in ("task", "catalog", "category", "bench", "smoke", "items", "edges", "title"):
-        table.add_column(col, justify="right" if col in ("bench", "smoke", "items", "edges") else "left")
-    for row in rows:
-        table.add_row(*[_fmt(v) for v in row.values()])
-    console.print(table)
+    cols = ["task", "catalog", "category", "bench", "smoke", "items", "edges", "title"]
+    _print_table(cols, [[row[c] for c in cols] for row in rows], f"{len(rows)} tasks",
+                 right=("bench", "smoke", "items", "edges"))
 
 
 @app.command()
@@ -130,7 +158,7 @@ def validate(as_json: bool = typer.Option(False, "--json", help="Print problems 
         print(problems_json(problems))
     else:
         for p in problems:
-            err_console.print(f"[red]✗[/red] {p}", highlight=False, soft_wrap=True)
+            err_console.print(f"[red]✗[/red] {escape(str(p))}", highlight=False, soft_wrap=True)
         summary = (f"{stats['tasks']} tasks, {stats['workloads']} workloads ({stats['bench']} bench, "
                    f"{stats['smoke']} smoke), {stats['items']} design items, {stats['edges']} edges")
         if problems:
@@ -185,10 +213,11 @@ def _run(bench_content, plans, backend: str, command: str, args: dict, db, force
         err_console.print(f"skipped {result.skipped} evaluation(s) already stored for this environment (--force to redo)")
     failed = [r for r in result.records if r["status"] != "passed"]
     for r in failed:
-        err_console.print(f"[red]{r['status']}[/red] {r['task_id']} · {r['solution']} · {r['workload_id']}: {r.get('reason')}",
+        err_console.print(f"[red]{escape(str(r['status']))}[/red] "
+                          + escape(f"{r['task_id']} · {r['solution']} · {r['workload_id']}: {r.get('reason')}"),
                           highlight=False, soft_wrap=True)
     _summary(store, result.env, sorted({p.solution.solution_id for p in plans}), per_workload)
-    err_console.print(f"run {result.run_id}: results in {result.results_path}, store {store.path}", highlight=False)
+    err_console.print(f"run {result.run_id}: results in {result.results_path}, store {store.path}", markup=False, highlight=False)
     store.close()
     return result
 
@@ -296,13 +325,16 @@ def calibrate(db: Optional[str] = DbOption):
     store.close()
 
 
-@app.command()
+# SQL may begin with a `--` comment: an unknown "option" is taken as the query, not a usage error
+@app.command(context_settings={"ignore_unknown_options": True})
 def sql(
     query: str = typer.Argument(..., help="A SQL query over the store's tables and v_* views."),
     format: str = typer.Option("table", "--format", help="table | csv | json."),
+    write: bool = typer.Option(False, "--write", help="Open the store read-write (default: read-only: no "
+                               "INSERT/UPDATE/DELETE/DDL, no COPY TO or other file access)."),
     db: Optional[str] = DbOption,
 ):
-    """Run SQL against the store and print the result."""
+    """Run SQL against the store (read-only unless --write) and print the result."""
     if format not in ("table", "csv", "json"):
         raise D2KError(f"--format must be table, csv or json, not {format!r}")
     if query.startswith("@"):
@@ -310,9 +342,11 @@ def sql(
         if not path.is_file():
             raise D2KError(f"SQL file not found: {path}")
         query = path.read_text()
-    store = _existing_store(db)
-    cols, rows = store.query(query)
-    store.close()
+    store = _existing_store(db, read_only=not write)
+    try:
+        cols, rows = store.query(query)
+    finally:
+        store.close()
     if format == "json":
         print(json.dumps([dict(zip(cols, r)) for r in rows], indent=2, default=str))
     elif format == "csv":
@@ -349,7 +383,8 @@ def _verdict_table(title: str, verdicts, titles: dict, quote: bool = False) -> T
         style = {"implemented": "green", "covered": "green", "partial": "yellow", "missing": "red",
                  "judge_error": "magenta"}.get(v.verdict, "dim")
         how = v.strength if v.confidence is None else f"{v.strength} {v.confidence:.2f}"
-        table.add_row(f"{v.item_id}\n[dim]{titles.get(v.item_id, '')}[/dim]", f"[{style}]{v.verdict}[/{style}]", how, where)
+        table.add_row(f"{escape(v.item_id)}\n[dim]{escape(titles.get(v.item_id, ''))}[/dim]",
+                      f"[{style}]{escape(str(v.verdict))}[/{style}]", escape(str(how)), escape(str(where)))
     return table
 
 
@@ -359,7 +394,8 @@ def _print_scores(scores, label: str = "implementation score") -> None:
         f"L3 {_fmt(scores.levels[3], 2)}); dependency-aware {_fmt(scores.dependency_aware, 3)}; coverage {scores.coverage:.0%}",
         highlight=False)
     for flag in scores.flags:
-        console.print(f"[yellow]flag[/yellow] {flag['item']} is present without its prerequisite {flag['missing_prerequisite']}",
+        console.print(f"[yellow]flag[/yellow] {escape(str(flag['item']))} is present without its prerequisite "
+                      f"{escape(str(flag['missing_prerequisite']))}",
                       highlight=False)
 
 
@@ -464,7 +500,7 @@ def judge(
                           "scores": result.scores.as_dict() if result.scores else None}, indent=2))
         return
     if result.status != "ok":
-        console.print(f"[yellow]{result.status}[/yellow]: {result.detail}", highlight=False)
+        console.print(f"[yellow]{escape(str(result.status))}[/yellow]: {escape(str(result.detail))}", highlight=False)
     titles = {i.id: i.title for i in bench_content.items(task)}
     model_note = f" · {result.model}" if result.model else ""
     console.print(_verdict_table(f"{task} · {chosen.label} · judge {result.judge} v{result.judge_version}{model_note}",
@@ -513,21 +549,19 @@ def judge_eval(
     store_metrics(store, judge_name, version, gold, results)
     store.close()
     n_solutions = len({(r.task_id, r.solution) for r in rows})
-    table = Table(title=f"judge {judge_name} v{version} against {n_solutions} gold {'proposals' if gold == 'proposals' else 'solutions'}")
-    for col in ("scope", "key", "n", "decided", "accuracy", "precision", "recall", "F1", "kappa"):
-        table.add_column(col, justify="left" if col in ("scope", "key") else "right")
+    cols = ("scope", "key", "n", "decided", "accuracy", "precision", "recall", "F1", "kappa")
     shown = {"item": ("item", "level", "task", "all"), "level": ("level", "all"), "task": ("task", "all"), "all": ("all",)}[scope]
-    for r in results:
-        if r["scope"] in shown:
-            table.add_row(r["scope"], r["key"], str(r["n"]), str(r["decided"]),
-                          *[_fmt(r[k], 3) for k in ("accuracy", "precision", "recall", "f1", "kappa")])
-    console.print(table)
+    table_rows = [[r["scope"], r["key"], str(r["n"]), str(r["decided"]),
+                   *[_fmt(r[k], 3) for k in ("accuracy", "precision", "recall", "f1", "kappa")]]
+                  for r in results if r["scope"] in shown]
+    _print_table(cols, table_rows, f"judge {judge_name} v{version} against {n_solutions} gold "
+                 f"{'proposals' if gold == 'proposals' else 'solutions'}", right=cols[2:])
     undecided = sorted({f"{r.task_id}/{r.item_id}" for r in rows if r.predicted not in agreement.LABELS})
     if undecided:
-        console.print("items the judge did not decide: " + ", ".join(undecided), highlight=False, soft_wrap=True)
+        console.print("items the judge did not decide: " + ", ".join(undecided), markup=False, highlight=False, soft_wrap=True)
     for r in rows:
         if r.predicted in agreement.LABELS and r.predicted != r.gold:
-            console.print(f"[yellow]disagrees[/yellow] {r.task_id}/{r.solution} {r.item_id}: gold {r.gold}, judge {r.predicted}",
+            console.print("[yellow]disagrees[/yellow] " + escape(f"{r.task_id}/{r.solution} {r.item_id}: gold {r.gold}, judge {r.predicted}"),
                           highlight=False)
 
 
@@ -544,7 +578,8 @@ def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files of 
         bench_content = None
     for path in files:
         counts = ingest_file(store, bench_content, path)
-        console.print(f"{path}: " + ", ".join(f"{v} {k}(s)" for k, v in counts.items() if v))
+        console.print(f"{path}: " + (", ".join(f"{v} {k}(s)" for k, v in counts.items() if v) or "nothing new"),
+                      markup=False, highlight=False)
     store.close()
 
 
@@ -574,8 +609,20 @@ def report(
                   f"{sum(1 for r in results if r.figure)} figure(s))")
 
 
-experiment_app = typer.Typer(no_args_is_help=True, help="Paired agent experiments: run a spec, follow its progress.")
+experiment_app = typer.Typer(help="Paired agent experiments: run a spec, follow its progress.")
 app.add_typer(experiment_app, name="experiment")
+
+
+def _needs_a_command(ctx: typer.Context) -> None:
+    """A group called without its command: one line naming the commands (not the help page on
+    stdout and an exception, as typer's no_args_is_help does)."""
+    if ctx.invoked_subcommand is None and not ctx.resilient_parsing:
+        names = ", ".join(ctx.command.list_commands(ctx))
+        raise D2KError(f"{ctx.command_path} needs a command ({names}); see `{ctx.command_path} --help`")
+
+
+app.callback(invoke_without_command=True)(_needs_a_command)
+experiment_app.callback(invoke_without_command=True)(_needs_a_command)
 
 
 @experiment_app.command("run")
@@ -641,27 +688,61 @@ def experiment_status(
     cols, rows = status_rows(store, experiment_id)
     store.close()
     if not rows:
-        console.print("no attempts in the store" + (f" for {spec_path}" if spec_path else ""))
+        console.print("no attempts in the store" + (f" for {spec_path}" if spec_path else ""), markup=False)
         return
     _print_table(cols, rows, "experiment status")
 
 
+def _usage_error_types() -> tuple[type, ...]:
+    """The exceptions the command-line parser raises for a usage mistake: typer >= 0.29 has its own
+    (typer.exceptions.TyperException), older typer re-raises click's."""
+    types: list[type] = []
+    try:
+        from typer.exceptions import TyperException
+
+        types.append(TyperException)
+    except ImportError:
+        pass
+    try:
+        import click
+
+        types.append(click.ClickException)
+    except ImportError:
+        pass
+    return tuple(types)
+
+
+def _usage_message(exc) -> str:
+    """One line: what is wrong with the command line, and where the help is."""
+    ctx = getattr(exc, "ctx", None)
+    command = getattr(ctx, "command_path", None) or "d2k"
+    if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+        names = ctx.command.list_commands(ctx) if hasattr(ctx.command, "list_commands") else []
+        message = f"{command} needs a command" + (f" ({', '.join(names)})" if names else "")
+    else:
+        text = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        message = " ".join(str(text).split()).rstrip(".") or type(exc).__name__
+    return f"error: {message}; see `{command} --help`"
+
+
 def main() -> None:
+    usage_errors = _usage_error_types()
     try:
         code = app(standalone_mode=False)  # click returns the code of a typer.Exit here
     except D2KError as exc:
-        err_console.print(f"error: {exc}", style="red", highlight=False, soft_wrap=True)
+        # markup=False: messages quote user text ([judge], file[workload]) that rich would eat
+        err_console.print(f"error: {exc}", style="red", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         err_console.print("interrupted: results written so far are kept")
         sys.exit(130)
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
+    except Exception as exc:  # the parser's usage errors: one line and exit 2, like ours
+        if usage_errors and isinstance(exc, usage_errors):
+            err_console.print(_usage_message(exc), style="red", markup=False, highlight=False, soft_wrap=True)
+            sys.exit(2)
+        if type(exc).__name__ in ("Exit", "Abort") and hasattr(exc, "exit_code"):  # click's, under old typer
             sys.exit(exc.exit_code)
         raise
     sys.exit(code if isinstance(code, int) else 0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 from pathlib import Path
 
 import duckdb
@@ -38,18 +39,93 @@ def _json(value) -> str | None:
     return None if value is None else json.dumps(value, default=str)
 
 
+# d2k never reaches the network on its own: DuckDB must not fetch or load extensions behind our back
+# (it would, e.g., to read an SQLite file given as the store)
+NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+# a read-only store also cannot touch files (COPY TO, ATTACH, read_csv) nor lift these settings
+READ_ONLY_CONFIG = {**NO_EXTENSIONS, "enable_external_access": False, "lock_configuration": True}
+_MAIN_HEADER = 4096 * 3  # DuckDB's main header and its two database headers precede the blocks
+
+
+def check_store_file(path: Path) -> None:
+    """A one-line error for a file that is not a usable DuckDB database: another format (SQLite,
+    text, random bytes), or a DuckDB file shorter than its own header says (truncated)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            head = fh.read(_MAIN_HEADER)
+    except OSError as exc:
+        raise D2KError(f"cannot open the store {path}: {exc.strerror or exc}") from None
+    if head.startswith(b"SQLite format 3\x00"):
+        raise D2KError(f"{path} is an SQLite database, not a d2k store (DuckDB)")
+    if size == 0 or head[8:12] != b"DUCK":
+        raise D2KError(f"{path} is not a d2k store: not a DuckDB database file")
+    if len(head) < _MAIN_HEADER:
+        raise D2KError(f"{path} is truncated: {size} bytes, shorter than a DuckDB header")
+    import struct
+
+    # each database header: checksum, iteration, meta block, free list, block count, block size, ...
+    headers = [struct.unpack_from("<QQqqQQ", head, offset) for offset in (4096, 8192)]
+    _, _, _, _, blocks, block_size = max(headers, key=lambda h: h[1])
+    if block_size & (block_size - 1) == 0 and 4096 <= block_size <= 1 << 26 and blocks < 1 << 40:
+        expected = _MAIN_HEADER + blocks * block_size
+        if size < expected:
+            raise D2KError(f"{path} is truncated: {size} bytes, its header needs {expected} (restore it from a copy)")
+
+
 class Store:
     def __init__(self, path: str | Path | None = None, views: Path | None = None, read_only: bool = False):
         self.path = str(path or default_path())
+        self.read_only = read_only and self.path != ":memory:"
         if self.path != ":memory:":
-            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            file = Path(self.path).expanduser()
+            if file.exists():
+                check_store_file(file)
+            elif not self.read_only:
+                file.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.con = duckdb.connect(self.path, read_only=read_only)
+            self.con = duckdb.connect(self.path, read_only=self.read_only,
+                                      config=dict(READ_ONLY_CONFIG if self.read_only else NO_EXTENSIONS))
         except duckdb.Error as exc:
             raise D2KError(f"cannot open the store {self.path}: {str(exc).splitlines()[0]}") from None
-        if not read_only:
-            self.migrate()
+        try:
+            if self.read_only:
+                self._check_readable()
+            else:
+                self._check_ours()
+                self.migrate()
             self.apply_views(views)
+        except duckdb.Error as exc:  # a damaged file can fail at its first read, after connect
+            self.con.close()
+            raise D2KError(f"cannot read the store {self.path}: {str(exc).splitlines()[0]}") from None
+        except D2KError:
+            self.con.close()
+            raise
+
+    def _tables(self) -> set[str]:
+        return {r[0] for r in self.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() "
+            "AND table_schema = 'main' AND table_type = 'BASE TABLE'").fetchall()}
+
+    def _check_ours(self) -> None:
+        """A DuckDB file with tables but no d2k schema version is someone else's database: never
+        write our tables into it."""
+        tables = self._tables()
+        if tables and "meta" not in tables:
+            raise D2KError(f"{self.path} is a DuckDB database but not a d2k store (no meta table)")
+
+    def _check_readable(self) -> None:
+        tables = self._tables()
+        if "meta" not in tables:
+            raise D2KError(f"{self.path} is not a d2k store (no meta table)")
+        row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+        current = int(row[0][0]) if row else 0
+        latest = max((v for v, _ in self.migrations()), default=0)
+        if current > latest:
+            raise D2KError(f"{self.path} has schema version {current}, newer than this d2k ({latest}); upgrade d2k")
+        if current < latest:
+            raise D2KError(f"{self.path} has schema version {current}, older than this d2k ({latest}): "
+                           "open it once for writing (e.g. `d2k sql --write 'SELECT 1'`) to migrate it")
 
     # -- schema ------------------------------------------------------------------------------
     @staticmethod
@@ -89,8 +165,11 @@ class Store:
             except D2KError:
                 return
         if views.is_file():
+            text = views.read_text()
+            if self.read_only:  # the metric definitions still apply, as views of this session only
+                text = re.sub(r"(?i)\bCREATE\s+(OR\s+REPLACE\s+)?(VIEW|MACRO|FUNCTION)\b", r"CREATE \1TEMP \2", text)
             try:
-                self.con.execute(views.read_text())
+                self.con.execute(text)
             except duckdb.Error as exc:
                 raise D2KError(f"{views}: {str(exc).splitlines()[0]}") from None
 
@@ -203,5 +282,8 @@ class Store:
             rows = cursor.fetchall()
             columns = [d[0] for d in cursor.description] if cursor.description else []
         except duckdb.Error as exc:
-            raise D2KError(f"SQL error: {str(exc).splitlines()[0]}") from None
+            message = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if self.read_only and ("read-only mode" in message or "disabled by configuration" in message):
+                message += " (the store is open read-only: `d2k sql --write` may change it)"
+            raise D2KError(f"SQL error: {message}") from None
         return columns, rows
