@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from d2k.content import Benchmark
 from d2k.schema import Workload
 from d2k.solutions import Solution
@@ -22,6 +24,46 @@ DEFAULT_TIMING = {
 def timing_settings(overrides: dict | None = None) -> dict:
     """The timing settings a job runs with: the defaults, with ``overrides`` on top."""
     return {**DEFAULT_TIMING, **(overrides or {})}
+
+
+DEFAULT_SANDBOX_LIMITS = {
+    "address_space_bytes": 32 << 30,  # CPU interpreter only (CUDA reserves huge virtual ranges)
+    "open_files": 4096,
+    "file_bytes": 8 << 30,
+    "processes": 4096,
+}
+
+
+def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> dict:
+    """What the candidate's sandbox hides and keeps read-only (see ``d2k.execution.sandbox``).
+
+    Hidden: the content a solution must not read (tasks with their experts and references, rubrics,
+    gold labels, workloads, analysis, benchmarks, the git history), the run folder, the store and
+    the home directory (unless Python lives there). Read-only: the content root (where d2k itself
+    and often the virtual environment live) and the Python installation.
+    """
+    import sys
+    from pathlib import Path
+
+    from d2k.store import default_path
+
+    root = bench.root.resolve()
+    hide = [root / name for name in ("tasks", "design_rubrics", "judges", "workloads", "analysis", "benchmarks", ".git")]
+    workdir = Path(os.environ.get("D2K_WORKDIR", ".d2k")).resolve()
+    store = Path(default_path()).resolve()
+    hide += [workdir, store, store.with_name(store.name + ".wal")]
+    home = Path.home().resolve()
+    python_homes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(__file__).resolve().parent}
+    if not any(home == p or home in p.parents for p in python_homes):
+        hide.append(home)
+    hide += [Path(p) for p in (extra_hide or []) + os.environ.get("D2K_SANDBOX_HIDE", "").split(os.pathsep) if p]
+    read_only = [root, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
+    return {
+        "enabled": os.environ.get("D2K_SANDBOX", "1") != "0",
+        "hide": [str(p) for p in hide],
+        "read_only": [str(p) for p in read_only],
+        "limits": dict(DEFAULT_SANDBOX_LIMITS),
+    }
 
 
 def task_payload(bench: Benchmark, task_id: str, backend: str = "cuda") -> dict:
@@ -67,4 +109,5 @@ def evaluation_job(
         "time": time,
         "timing": timing_settings(timing),
         "events_path": events_path,
+        "sandbox": sandbox_settings(bench),
     }

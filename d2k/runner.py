@@ -1,15 +1,22 @@
-"""Run worker processes in isolation: one spawned process per solution, with timeouts.
+"""Supervise the trusted worker processes: one per solution, with timeouts, authenticated events.
 
-A raise inside a workload is reported by the worker itself. Everything the worker cannot report
-(a hang, ``os._exit``, a segfault, a poisoned CUDA context) is seen from here: the process is
-killed or found dead, the workload it was on fails with the reason, and a fresh process continues
-with the remaining workloads. Statistics are computed here from the raw samples.
+The trusted worker (``d2k.execution.worker``) checks and times a solution that runs in a sandboxed
+candidate process of its own. A raise, a failed check or a crash of the candidate is reported by
+the trusted worker. What it cannot report (its own hang, a kill, a poisoned CUDA context) is seen
+from here: the process is killed or found dead, the workload it was on fails with the reason, and
+a fresh process continues with the remaining workloads. Events carry an HMAC whose key only this
+process and the trusted worker hold; a line without a valid one is ignored and counted.
+Statistics are computed here from the raw samples.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -22,13 +29,15 @@ from d2k.errors import D2KError
 from d2k.execution.stats import timing_stats
 
 WORKER_MODULE = "d2k.execution.worker"
+# environment variables that never reach a worker (API keys and the like)
+SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
 
 
 @dataclass
 class Limits:
     per_workload_s: float = 600.0
     total_s: float = 3600.0
-    startup_s: float = 300.0   # importing torch and the solution, before the first workload starts
+    # the solution's import counts against the per-workload limit (see run_solution)
 
 
 def _signal_name(code: int) -> str:
@@ -58,18 +67,37 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 class EventReader:
-    """Reads complete JSON lines appended to a file by another process."""
+    """Reads complete, authenticated JSON lines appended to a file by a worker process."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, key: bytes):
         self.path = path
+        self.key = key
         self.offset = 0
         self.partial = b""
+        self.forged = 0
+
+    def _verify(self, line: bytes) -> dict | None:
+        try:
+            wrapper = json.loads(line)
+            body = wrapper["body"]
+            mac = wrapper["mac"]
+        except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+            return None
+        if not isinstance(body, str) or not isinstance(mac, str):
+            return None
+        if not hmac.compare_digest(hmac.new(self.key, body.encode(), hashlib.sha256).hexdigest(), mac):
+            return None
+        try:
+            event = json.loads(body)
+        except json.JSONDecodeError:
+            return None
+        return event if isinstance(event, dict) else None
 
     def poll(self) -> list[dict]:
         try:
             with open(self.path, "rb") as fh:
                 fh.seek(self.offset)
-                data = fh.read()
+                data = fh.read(64 << 20)
         except FileNotFoundError:
             return []
         self.offset += len(data)
@@ -78,16 +106,19 @@ class EventReader:
         self.partial = lines.pop()
         events = []
         for line in lines:
-            if line.strip():
-                try:
-                    events.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue
+            if not line.strip():
+                continue
+            event = self._verify(line)
+            if event is None:
+                self.forged += 1
+            else:
+                events.append(event)
         return events
 
 
 def worker_env(backend: str) -> dict:
-    env = dict(os.environ)
+    """The trusted worker's environment: this one without secrets (the worker needs none)."""
+    env = {k: v for k, v in os.environ.items() if not SECRET_ENV.search(k)}
     env["PYTHONUNBUFFERED"] = "1"
     if backend == "interpreter":
         env["TRITON_INTERPRET"] = "1"
@@ -100,162 +131,273 @@ def worker_env(backend: str) -> dict:
     return env
 
 
-def spawn(job: dict, job_dir: Path, attempt: int) -> tuple[subprocess.Popen, Path]:
+def _die_with_parent() -> None:
+    from d2k.execution.sandbox import die_with_parent
+
+    die_with_parent()
+
+
+@dataclass
+class Spawned:
+    proc: subprocess.Popen
+    reader: EventReader
+
+
+def spawn(job: dict, job_dir: Path, attempt: int) -> Spawned:
+    """Start a trusted worker on ``job``; its events file is new, and its key goes to its stdin."""
     job_dir = job_dir.resolve()
     job_dir.mkdir(parents=True, exist_ok=True)
-    events_path = job_dir / f"events-{attempt}.jsonl"
+    events_path = job_dir / f"events-{attempt}-{uuid.uuid4().hex[:8]}.jsonl"
     job = {**job, "events_path": str(events_path)}
     job_path = job_dir / f"job-{attempt}.json"
     job_path.write_text(json.dumps(job, indent=1))
+    key = secrets.token_bytes(32)
     with open(job_dir / "stdout.log", "ab") as out, open(job_dir / "stderr.log", "ab") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", WORKER_MODULE, str(job_path)],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            stdin=subprocess.PIPE, stdout=out, stderr=err,
             env={**worker_env(job["backend"]), **job.get("env", {})}, cwd=str(job_dir), start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
-    return proc, events_path
+    try:
+        proc.stdin.write(key)
+        proc.stdin.close()
+    except OSError:
+        pass
+    return Spawned(proc, EventReader(events_path, key))
 
 
 def run_single(job: dict, job_dir: Path, expect: str, timeout_s: float) -> dict:
-    """Run a one-shot worker job (environment probe, calibration) and return its ``expect`` event."""
-    proc, events_path = spawn(job, job_dir, 0)
-    reader = EventReader(events_path)
+    """Run a one-shot worker job (environment probe, calibration) and return its ``expect`` event.
+    Each call reads a fresh events file: nothing from an earlier probe can be taken for this one."""
+    worker = spawn(job, job_dir, 0)
+    proc, reader = worker.proc, worker.reader
     deadline = time.monotonic() + timeout_s
     found = None
-    while True:
-        for event in reader.poll():
-            if event.get("event") == expect:
-                found = event
-            elif event.get("event") == "fatal":
-                _kill(proc)
-                raise D2KError(event.get("reason", "worker failed"))
-        if proc.poll() is not None:
+    try:
+        while True:
             for event in reader.poll():
                 if event.get("event") == expect:
                     found = event
-            break
-        if time.monotonic() > deadline:
-            _kill(proc)
-            raise D2KError(f"{job.get('kind')} worker timed out after {timeout_s:.0f} s")
-        time.sleep(0.05)
+                elif event.get("event") == "fatal":
+                    raise D2KError(event.get("reason", "worker failed"))
+            if proc.poll() is not None:
+                for event in reader.poll():
+                    if event.get("event") == expect:
+                        found = event
+                break
+            if time.monotonic() > deadline:
+                raise D2KError(f"{job.get('kind')} worker timed out after {timeout_s:.0f} s")
+            time.sleep(0.05)
+    finally:
+        _kill(proc)
     if found is None:
         detail = _tail(job_dir / "stderr.log", 600).splitlines()
         raise D2KError(f"{job.get('kind')} worker exited with code {proc.returncode}" + (f": {detail[-1]}" if detail else ""))
     return found
 
 
+def _stats(prefix: str, samples) -> dict:
+    stats = timing_stats([float(x) for x in samples or []])
+    return {f"{prefix}{k}": v for k, v in stats.items()}
+
+
+def timing_flags(timing: dict, samples: list[float]) -> list[str]:
+    """What the trusted side cannot reconcile in a reported timing (then the status is timing_suspect)."""
+    flags = []
+    wall = timing.get("trusted_wall_ms")
+    if wall is not None and samples and sum(samples) > float(wall) * 1.02 + 1.0:
+        flags.append(f"the per-call times add up to {sum(samples):.1f} ms, more than the {float(wall):.1f} ms "
+                     "the trusted side saw the whole timing take")
+    span = timing.get("span_samples_ms")
+    if span and samples and timing.get("method") == "cuda_events":
+        import statistics
+
+        if statistics.median(span) > statistics.median(samples) * 1.5 + 0.01:
+            flags.append("the device span is longer than the event window that brackets it")
+    return flags
+
+
 def finalize(raw: dict, context: dict) -> dict:
-    """A worker's result event plus the run context, with statistics computed here."""
-    timing = raw.get("timing") or {}
-    samples = [float(x) for x in timing.get("samples_ms", [])]
+    """A worker's result event plus the run context, with statistics computed here.
+
+    With the device span recorded (timing v2), the span's statistics are the primary figures and
+    the event window's median is kept beside them (``event_median_ms``); otherwise the event
+    window is primary."""
+    timing = dict(raw.get("timing") or {})
+    events = [float(x) for x in timing.pop("samples_ms", []) or []]
+    span = [float(x) for x in timing.get("span_samples_ms") or []]
+    primary_span = bool(span) and timing.get("primary") != "events"
+    flags = timing_flags({**timing, "samples_ms": events}, events)
+    status = raw["status"]
+    reason = raw.get("reason")
+    if flags and status == "passed":
+        status, reason = "timing_suspect", "; ".join(flags)
+    own = raw.get("own_kernels")
     record = {
         "eval_id": uuid.uuid4().hex,
         **context,
         "workload_id": raw["workload"],
-        "status": raw["status"],
-        "reason": raw.get("reason"),
+        "status": status,
+        "reason": reason,
         "correctness": raw.get("correctness"),
-        "timing_method": timing.get("method"),
-        "samples_ms": samples,
-        "timing": {k: v for k, v in timing.items() if k != "samples_ms"} or None,
+        "timing_method": ("device_span" if primary_span else timing.get("method")),
+        "samples_ms": span if primary_span else events,
+        "timing": {**timing, **({"event_samples_ms": events} if primary_span else {})} or None,
         "seconds": raw.get("seconds"),
         "traceback": raw.get("traceback"),
         "created_at": time.time(),
-        **timing_stats(samples),
+        "kernel_less": (not own) if own is not None and status == "passed" else None,
+        "flags": ({"timing": flags} if flags else None),
+        **timing_stats(span if primary_span else events),
     }
+    if events:
+        record["event_median_ms"] = timing_stats(events)["median_ms"]
+    if span:
+        record["span_median_ms"] = timing_stats(span)["median_ms"]
+        ksum = timing.get("kernel_sum_ms") or []
+        if ksum:
+            record["kernel_sum_median_ms"] = timing_stats(ksum)["median_ms"]
+        counts = timing.get("kernels_per_call") or []
+        if counts:
+            record["kernels_per_call"] = sum(counts) / len(counts)
+    if raw.get("candidate_output_bytes"):
+        record["flags"] = {**(record["flags"] or {}), "candidate_output_bytes": raw["candidate_output_bytes"]}
     return record
 
 
-def run_solution(job: dict, job_dir: Path, context: dict, limits: Limits, on_record, on_start=None) -> list[dict]:
-    """Evaluate one solution on the job's workloads; ``on_record`` gets each finished record."""
+def _how(code: int | None) -> str:
+    if code is None:
+        return "is still running"
+    return f"was killed by {_signal_name(code)}" if code < 0 else f"exited with code {code}"
+
+
+def run_solution(job: dict, job_dir: Path, context: dict, limits: Limits, on_record, on_start=None,
+                 on_sandbox=None) -> list[dict]:
+    """Evaluate one solution on the job's workloads; ``on_record`` gets each finished record.
+
+    Every workload of the job ends with exactly one record. A workload that times out or crashes
+    fails alone: a fresh worker continues with the rest. Importing the solution counts against the
+    per-workload limit; a solution whose import hangs or fails fails every workload at once (each
+    would fail the same way). The worker dies with this process (SIGKILL on its parent's death).
+    """
     remaining = list(job["workloads"])
     records: list[dict] = []
     started_total = time.monotonic()
     attempt = 0
+    forged = 0
 
     def emit(raw: dict):
         record = finalize(raw, context)
+        if forged:
+            record["flags"] = {**(record.get("flags") or {}), "forged_event_lines": forged}
         records.append(record)
         on_record(record)
 
+    def fail_all(status: str, reason: str, traceback_text=None):
+        for w in remaining:
+            emit({"workload": w["id"], "status": status, "reason": reason, "traceback": traceback_text})
+        remaining.clear()
+
     while remaining:
         if time.monotonic() - started_total > limits.total_s:
-            for w in remaining:
-                emit({"workload": w["id"], "status": "timeout", "reason": f"total time limit of {limits.total_s:.0f} s reached before this workload ran"})
+            fail_all("timeout", f"total time limit of {limits.total_s:.0f} s reached before this workload ran")
             break
-        proc, events_path = spawn({**job, "workloads": remaining}, job_dir, attempt)
+        worker = spawn({**job, "workloads": remaining}, job_dir, attempt)
+        proc, reader = worker.proc, worker.reader
         attempt += 1
-        reader = EventReader(events_path)
         current, current_since = None, time.monotonic()
-        spawned_at = time.monotonic()
+        loading_since = time.monotonic()   # the worker starts by importing torch and the solution
+        loaded = False
         finished_ids: set[str] = set()
         fatal = None
-        while True:
-            for event in reader.poll():
-                kind = event.get("event")
-                if kind == "start":
-                    current, current_since = event["workload"], time.monotonic()
-                    if on_start:
-                        on_start(current)
-                elif kind == "result":
-                    finished_ids.add(event["workload"])
-                    emit(event)
-                    current = None
-                elif kind == "fatal":
-                    fatal = event
-            if fatal or proc.poll() is not None:
-                break
-            now = time.monotonic()
-            if current is not None and now - current_since > limits.per_workload_s:
+        killed_for = None
+        try:
+            while True:
+                for event in reader.poll():
+                    kind = event.get("event")
+                    if kind == "loading":
+                        loading_since, loaded = time.monotonic(), False
+                    elif kind == "loaded":
+                        loaded = True
+                    elif kind == "sandbox" and on_sandbox:
+                        on_sandbox(event)
+                    elif kind == "start":
+                        current, current_since, loaded = event.get("workload"), time.monotonic(), True
+                        if on_start:
+                            on_start(current)
+                    elif kind == "result" and event.get("workload") in {w["id"] for w in remaining} - finished_ids:
+                        finished_ids.add(event["workload"])
+                        emit(event)
+                        current = None
+                    elif kind == "fatal":
+                        fatal = event
+                forged = reader.forged
+                if fatal or proc.poll() is not None:
+                    break
+                now = time.monotonic()
+                if current is not None and now - current_since > limits.per_workload_s:
+                    killed_for = "workload"
+                    break
+                if current is None and not loaded and now - loading_since > limits.per_workload_s + 60:
+                    # a minute for the worker's own start (torch), the per-workload limit for the solution's import
+                    killed_for = "loading"
+                    break
+                if now - started_total > limits.total_s:
+                    killed_for = "total"
+                    break
+                time.sleep(0.02)
+        finally:
+            if proc.poll() is None and (killed_for or fatal):
                 _kill(proc)
-                finished_ids.add(current)
-                emit({"workload": current, "status": "timeout", "reason": f"exceeded the per-workload limit of {limits.per_workload_s:.0f} s (killed)", "seconds": round(now - current_since, 3)})
-                current = None
-                break
-            if current is None and not finished_ids and now - spawned_at > limits.startup_s:
-                _kill(proc)
-                fatal = {"reason": f"the worker did not start a workload within {limits.startup_s:.0f} s (import hung?)"}
-                break
-            if now - started_total > limits.total_s:
-                _kill(proc)
-                break
-            time.sleep(0.02)
-        if proc.poll() is None:
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
+            elif proc.poll() is None:
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    _kill(proc)
+            if sys.exc_info()[0] is not None:  # interrupted (Ctrl-C): the worker goes with us
                 _kill(proc)
         for event in reader.poll():  # anything written just before exit
-            if event.get("event") == "result" and event["workload"] not in finished_ids:
+            if event.get("event") == "result" and event.get("workload") in {w["id"] for w in remaining} - finished_ids:
                 finished_ids.add(event["workload"])
                 emit(event)
                 if event["workload"] == current:
                     current = None
             elif event.get("event") == "fatal":
                 fatal = event
+        forged = reader.forged
         remaining = [w for w in remaining if w["id"] not in finished_ids]
         if fatal:
-            for w in remaining:
-                emit({"workload": w["id"], "status": "error", "reason": fatal.get("reason"), "traceback": fatal.get("traceback")})
+            fail_all("error", fatal.get("reason"), fatal.get("traceback"))
+            break
+        if killed_for == "loading":
+            fail_all("timeout", f"importing the solution took longer than the per-workload limit of "
+                                f"{limits.per_workload_s:.0f} s (killed)")
             break
         if current is not None:
-            code = proc.returncode
-            how = f"killed by {_signal_name(code)}" if code is not None and code < 0 else f"exited with code {code}"
-            stderr = _tail(job_dir / "stderr.log", 800)
-            last = stderr.splitlines()[-1] if stderr else ""
-            emit({"workload": current, "status": "crashed", "reason": f"the worker process {how} during this workload" + (f" ({last[:300]})" if last else ""), "seconds": round(time.monotonic() - current_since, 3)})
+            now = time.monotonic()
+            if killed_for == "workload":
+                emit({"workload": current, "status": "timeout", "seconds": round(now - current_since, 3),
+                      "reason": f"exceeded the per-workload limit of {limits.per_workload_s:.0f} s (killed)"})
+            elif killed_for == "total":
+                emit({"workload": current, "status": "timeout", "seconds": round(now - current_since, 3),
+                      "reason": f"total time limit of {limits.total_s:.0f} s reached during this workload (killed)"})
+            else:
+                stderr = _tail(job_dir / "stderr.log", 800)
+                last = stderr.splitlines()[-1] if stderr else ""
+                emit({"workload": current, "status": "crashed", "seconds": round(now - current_since, 3),
+                      "reason": f"the trusted worker {_how(proc.returncode)} during this workload"
+                                + (f" ({last[:300]})" if last else "")})
             remaining = [w for w in remaining if w["id"] != current]
-        elif remaining and proc.returncode not in (None, 0, 3):
+            continue  # a fresh worker takes the rest
+        if remaining and killed_for is None and proc.returncode not in (None, 0):
             # died between workloads or before the first: don't loop forever on a broken setup
-            code = proc.returncode
-            how = f"killed by {_signal_name(code)}" if code < 0 else f"exited with code {code}"
             stderr = _tail(job_dir / "stderr.log", 800)
-            for w in remaining:
-                emit({"workload": w["id"], "status": "crashed", "reason": f"the worker process {how} before this workload ran" + (f" ({stderr.splitlines()[-1][:300]})" if stderr else "")})
+            fail_all("crashed", f"the trusted worker {_how(proc.returncode)} before this workload ran"
+                                + (f" ({stderr.splitlines()[-1][:300]})" if stderr else ""))
             break
-        elif remaining and proc.returncode == 0:
-            # exited cleanly without finishing (e.g. the solution called os._exit(0) between workloads)
-            for w in remaining[:1]:
-                emit({"workload": w["id"], "status": "crashed", "reason": "the worker process exited early with code 0 (the solution ended the process?)"})
+        if remaining and killed_for is None and proc.returncode == 0:
+            emit({"workload": remaining[0]["id"], "status": "crashed",
+                  "reason": "the trusted worker exited early without a result for this workload"})
             remaining = remaining[1:]
     return records

@@ -78,6 +78,7 @@ def run_sweep(
     """Run every plan; ``progress`` (optional) gets ``start(total)``, ``workload(label)`` and ``advance()``."""
     limits = limits or runner.Limits()
     base = work_dir()
+    store.recover_stale_runs()
     env = probe_environment(backend, base)
     store.add_environment(env)
     run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
@@ -103,10 +104,26 @@ def run_sweep(
     if progress:
         progress.start(sum(len(w) for _, w in todo))
     status = "finished"
+    sandbox_seen: list[dict] = []
+
+    def on_sandbox(event: dict) -> None:
+        # the run's metadata says which sandbox layers applied (and warns where one did not)
+        summary = {"layers": event.get("layers"), "warnings": event.get("warnings")}
+        if summary not in sandbox_seen:
+            sandbox_seen.append(summary)
+            store.set_run_sandbox(run_id, summary if len(sandbox_seen) == 1 else {"variants": sandbox_seen})
+            log.write("sandbox", summary)
+            if progress and summary.get("warnings") and hasattr(progress, "warn"):
+                for warning in summary["warnings"]:
+                    progress.warn(f"sandbox: {warning}")
+
     try:
         for solution, workloads in todo:
             job_dir = run_dir / f"{solution.task_id}-{solution.label.replace('/', '_')[-40:]}-{solution.solution_id[:10]}"
             job = evaluation_job(bench, solution, workloads, backend, events_path="", timing=timing)
+            if store.path != ":memory:":
+                store_path = Path(store.path).resolve()
+                job["sandbox"]["hide"] += [str(store_path), str(store_path) + ".wal"]
             context = {"run_id": run_id, "solution_id": solution.solution_id, "task_id": solution.task_id,
                        "env_id": env["env_id"], "backend": backend, "solution": solution.label}
 
@@ -121,7 +138,7 @@ def run_sweep(
                 if progress:
                     progress.workload(f"{solution.task_id} · {solution.label} · {workload_id}")
 
-            runner.run_solution(job, job_dir, context, limits, on_record, on_start)
+            runner.run_solution(job, job_dir, context, limits, on_record, on_start, on_sandbox=on_sandbox)
     except KeyboardInterrupt:
         status = "interrupted"
         raise

@@ -30,8 +30,13 @@ def probe_environment(backend: str, directory: Path) -> dict:
     global _interpreter_env
     if backend == "interpreter" and _interpreter_env is not None:
         return dict(_interpreter_env)
+    import tempfile
+
     job = {"kind": "environment", "backend": backend}
-    env = runner.run_single(job, directory / "environment", "env", timeout_s=300)
+    (directory / "environment").mkdir(parents=True, exist_ok=True)
+    # a fresh folder per probe: nothing a previous probe wrote can stand in for this one's answer
+    with tempfile.TemporaryDirectory(dir=directory / "environment") as fresh:
+        env = runner.run_single(job, Path(fresh), "env", timeout_s=300)
     env.pop("event", None)
     if backend == "interpreter":
         _interpreter_env = dict(env)

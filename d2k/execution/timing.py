@@ -28,6 +28,8 @@ those numbers are never kernel speed.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import json
 import os
 import tempfile
@@ -106,6 +108,70 @@ def profile_streams(call, guard: TimerGuard) -> dict:
     }
 
 
+def _trace_events(prof) -> list[dict]:
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh).get("traceEvents", [])
+    finally:
+        os.unlink(path)
+
+
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def device_spans(prof, reps: int) -> dict:
+    """Per timed call: the device span (first start to last end of the device work it launched, on
+    any stream, gaps included), the sum of its kernel times and its kernel count.
+
+    Device work is attributed to call ``j`` through the profiler's correlation ids: each kernel,
+    memcpy or memset links to the runtime call that launched it, and that launch happened on the
+    host inside the ``d2k_call_j`` annotation around call ``j``.
+    """
+    events = _trace_events(prof)
+    ranges = sorted(
+        (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), int(e["name"].rsplit("_", 1)[1]))
+        for e in events if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("d2k_call_")
+    )
+    launch_ts = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
+            launch_ts[e["args"]["correlation"]] = float(e["ts"])
+    starts = [r[0] for r in ranges]
+    per_call: dict[int, list] = {}
+    for e in events:
+        if e.get("cat") not in DEVICE_CATEGORIES:
+            continue
+        ts = launch_ts.get(e.get("args", {}).get("correlation"))
+        if ts is None:
+            continue
+        k = bisect.bisect_right(starts, ts) - 1
+        if k < 0 or ts > ranges[k][1]:
+            continue
+        per_call.setdefault(ranges[k][2], []).append(e)
+    span, busy, count, names = [], [], [], set()
+    for j in range(reps):
+        work = per_call.get(j, [])
+        if not work:
+            span.append(0.0)
+            busy.append(0.0)
+            count.append(0)
+            continue
+        first = min(float(e["ts"]) for e in work)
+        last = max(float(e["ts"]) + float(e.get("dur", 0)) for e in work)
+        span.append((last - first) / 1e3)
+        kernels = [e for e in work if e.get("cat") == "kernel"]
+        busy.append(sum(float(e.get("dur", 0)) for e in kernels) / 1e3)
+        count.append(len(kernels))
+        if j < 3:
+            names.update(str(e.get("name", ""))[:120] for e in kernels)
+    return {"span_samples_ms": span, "kernel_sum_ms": busy, "kernels_per_call": count,
+            "span_kernel_names": sorted(names)[:20],
+            "calls_without_device_work": sum(1 for c in per_call.values() if not c) + (reps - len(per_call))}
+
+
 class CudaTimer:
     def __init__(self, device, guard: TimerGuard, settings: dict):
         self.device = device
@@ -130,6 +196,29 @@ class CudaTimer:
         self.sleep = getattr(torch.cuda, "_sleep", None)
         # cycles per microsecond at the highest clock these GPUs reach; a slower clock only holds longer
         self.cycles_per_us = float(settings.get("hold_cycles_per_us", 2000.0))
+        # the device span of each timed call from CUPTI activity records (see device_spans)
+        self.device_span = bool(settings.get("device_span", False))
+        self._recording = False
+
+    @contextlib.contextmanager
+    def recording(self):
+        """The CUDA profiler over the timed calls when the device span is asked for (else None)."""
+        if not self.device_span:
+            yield None
+            return
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            self._recording = True
+            try:
+                yield prof
+            finally:
+                self._recording = False
+
+    def annotate(self, j: int):
+        if not self._recording:
+            return contextlib.nullcontext()
+        return torch.profiler.record_function(f"d2k_call_{j}")
 
     def flush_l2(self) -> None:
         if self.flush_mode == "read":
@@ -137,23 +226,37 @@ class CudaTimer:
         else:
             self.flush.zero_()
 
-    def measure(self, call, n_sets: int, restore, probe: bool = True) -> dict:
-        """Time ``call(i)`` where ``i`` picks one of ``n_sets`` input sets; ``restore(i)`` resets it."""
+    def measure(self, call, n_sets: int, restore, probe: bool = True, before=None, after=None) -> dict:
+        """Time ``call(i)`` where ``i`` picks one of ``n_sets`` input sets; ``restore(i)`` resets it.
+
+        ``before(i, j)`` (default: ``restore(i)``) prepares timed call ``j`` on set ``i`` and
+        ``after(i, j, result)`` sees its result once it is issued; both run outside the window.
+        """
         g = self.guard
         device_sync = False
         hold_cycles = 0
+        before = before or (lambda i, j: restore(i))
 
-        def one(i, start, end):
-            restore(i)
+        def one(i, start, end, j=None):
+            if j is None:
+                restore(i)
+            else:
+                before(i, j)
             self.flush_l2()
             if hold_cycles:
                 # keep the GPU busy while the host issues the call, so the window holds device work
                 self.sleep(hold_cycles)
             start.record()
-            call(i)
+            if j is None:
+                result = call(i)
+            else:
+                with self.annotate(j):
+                    result = call(i)
             if device_sync:
                 g.synchronize()
             end.record()
+            if j is not None and after is not None:
+                after(i, j, result)
 
         # warm-up by time; the host's issue time per call is measured on the way
         t0 = g.perf_counter()
@@ -192,14 +295,19 @@ class CudaTimer:
         reps = int(min(self.max_reps, max(self.min_reps, self.budget_ms / estimate)))
         starts = [g.Event(enable_timing=True) for _ in range(reps)]
         ends = [g.Event(enable_timing=True) for _ in range(reps)]
-        for i in range(reps):
-            one(i % n_sets, starts[i], ends[i])
-        g.synchronize()
+        span = {}
+        with self.recording() as recorder:
+            for j in range(reps):
+                one(j % n_sets, starts[j], ends[j], j)
+            g.synchronize()
         g.check()
         samples = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+        if recorder is not None:
+            span = device_spans(recorder, reps)
         return {
             "method": "events+device_sync" if device_sync else "cuda_events",
             "samples_ms": samples,
+            **span,
             "host_issue_ms": host_issue_ms,
             "hold_us": hold_cycles / self.cycles_per_us,
             "warmup_calls": warm,
@@ -218,17 +326,20 @@ class WallTimer:
         self.reps = int(settings.get("interpreter_reps", 3))
         self.budget_s = float(settings.get("interpreter_budget_s", 5.0))
 
-    def measure(self, call, n_sets: int, restore, probe: bool = False) -> dict:
+    def measure(self, call, n_sets: int, restore, probe: bool = False, before=None, after=None) -> dict:
         g = self.guard
+        before = before or (lambda i, j: restore(i))
         restore(0)
         call(0)  # warm-up: compiles nothing, but imports and caches
         samples = []
         t_begin = g.perf_counter()
-        for i in range(self.reps):
-            restore(i % n_sets)
+        for j in range(self.reps):
+            before(j % n_sets, j)
             t0 = g.perf_counter()
-            call(i % n_sets)
+            result = call(j % n_sets)
             samples.append((g.perf_counter() - t0) * 1e3)
+            if after is not None:
+                after(j % n_sets, j, result)
             if g.perf_counter() - t_begin > self.budget_s:
                 break
         g.check()

@@ -1,36 +1,61 @@
-"""The GPU worker: evaluates one solution on a list of workloads, in its own process.
+"""The trusted worker: checks and times one solution on a list of workloads.
 
-    python -m d2k.execution.worker JOB.json
+    python -m d2k.execution.worker JOB.json      (the event key arrives on standard input)
 
 The job (plain JSON, written by ``d2k.job_payload``) names the solution, the task's signature and
-tolerances, the workloads and the timing settings. The worker appends one JSON event per line to
-``job["events_path"]``: ``env``, then per workload ``start`` and ``result``, then ``done``. The
-parent process watches that file, enforces timeouts, restarts the worker after a crash, and computes
-every reported statistic from the raw samples. Imports: the standard library, torch, triton, numpy.
+tolerances, the workloads and the timing settings. This process builds the inputs, runs the
+reference and compares; the solution itself runs in a separate, sandboxed candidate process
+(``d2k.execution.candidate`` inside ``d2k.execution.sandbox``) that receives input bytes and
+returns output bytes over pipes. So the candidate can patch nothing here: not the comparison, not
+the reference, not the tolerances, not the events.
+
+Events go to ``job["events_path"]``, one JSON line each, authenticated with an HMAC whose key the
+parent passes on standard input (never in a file or the environment): ``env``, then per workload
+``start`` and ``result``, then ``done``. Imports: the standard library, torch, triton, numpy.
 """
 
 from __future__ import annotations
 
 import gc
+import hashlib
+import hmac
 import importlib.util
 import json
 import os
+import random
+import shutil
+import subprocess
 import sys
+import threading
 import time
 import traceback
+from pathlib import Path
 
 from d2k.execution.compare import Mismatch, compare_tensor
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
 
+# kernels that come from libraries rather than the solution (for the kernel-less flag)
+LIBRARY_KERNEL_MARKERS = ("at::", "at_cuda_detail", "c10::", "cublas", "cutlass", "nvjet", "xmma", "gemm", "gemv",
+                          "cub::", "thrust::", "memcpy", "memset", "Memcpy", "Memset", "cudnn", "flash::", "pytorch_")
+
+
+def sign(key: bytes, payload: bytes) -> str:
+    return hmac.new(key, payload, hashlib.sha256).hexdigest()
+
 
 class Events:
-    def __init__(self, path: str):
+    """Appends authenticated JSON lines for the parent: ``{"event": ..., ..., "mac": HMAC}``."""
+
+    def __init__(self, path: str, key: bytes):
         self.fh = open(path, "a", encoding="utf-8")
+        self.key = key
 
     def emit(self, event: str, durable: bool = False, **fields) -> None:
         fields = {"event": event, "time": time.time(), **fields}
-        self.fh.write(json.dumps(fields, default=str) + "\n")
+        body = json.dumps(fields, default=str, sort_keys=True)
+        line = json.dumps({"body": body, "mac": sign(self.key, body.encode())})
+        self.fh.write(line + "\n")
         self.fh.flush()
         if durable:
             os.fsync(self.fh.fileno())
@@ -51,13 +76,160 @@ def _short_traceback(limit: int = 2000) -> str:
     return traceback.format_exc()[-limit:]
 
 
-class Evaluator:
-    """Correctness and timing of one callable against the task's reference."""
+class CheckFailed(Exception):
+    """The solution computed something other than the reference."""
 
-    def __init__(self, job: dict, reference_module, candidate, guard, timer):
+
+class CandidateFailed(Exception):
+    """The candidate process raised, crashed or broke the protocol; ``status`` says which."""
+
+    def __init__(self, status: str, reason: str, traceback_text: str | None = None):
+        super().__init__(reason)
+        self.status, self.reason, self.traceback = status, reason, traceback_text
+
+
+class OutputTail:
+    """Drains a pipe in a thread, keeping only the last ``limit`` bytes (a flood costs no memory)."""
+
+    def __init__(self, fd: int, limit: int = 64 * 1024):
+        self.fd, self.limit, self.tail, self.total = fd, limit, bytearray(), 0
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.total += len(chunk)
+            self.tail += chunk
+            if len(self.tail) > self.limit:
+                del self.tail[: len(self.tail) - self.limit]
+
+    def last_line(self) -> str:
+        text = bytes(self.tail).decode("utf-8", "replace").strip()
+        return text.splitlines()[-1][:300] if text else ""
+
+
+class CandidateProcess:
+    """The sandboxed process that runs the solution; one per solution, restarted after a failure."""
+
+    def __init__(self, job: dict, job_dir: Path, index: int):
+        from d2k.execution import sandbox, wire
+
+        self.wire = wire
+        solution = job["solution"]
+        self.private = job_dir / f"candidate-{index}"
+        shutil.rmtree(self.private, ignore_errors=True)
+        self.private.mkdir(parents=True)
+        for sub in ("triton-cache", "inductor-cache", "cache"):
+            (self.private / sub).mkdir()
+        source = job["task"]["reference_path"] if solution["kind"] in ("reference", "compiled") else solution["path"]
+        shutil.copyfile(source, self.private / "solution.py")
+        settings = job.get("sandbox", {})
+        prefix, env, self.meta = sandbox.plan(
+            self.private, [Path(p) for p in settings.get("hide", [])], [Path(p) for p in settings.get("read_only", [])],
+            job["backend"], settings.get("limits", {}), enabled=settings.get("enabled", True))
+        if self.meta["layers"]["unprivileged_user"]:
+            for path in self.private.rglob("*"):
+                os.chown(path, sandbox.NOBODY, sandbox.NOBODY)
+        self.solution_path = f"{self.meta['root']}/solution.py"
+        cmd_r, self.cmd_w = os.pipe()
+        self.reply_r, reply_w = os.pipe()
+        out_r, out_w = os.pipe()
+        argv = [*prefix, sys.executable, "-m", "d2k.execution.candidate", str(cmd_r), str(reply_w)]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, env=env,
+                                     pass_fds=(cmd_r, reply_w), start_new_session=True,
+                                     preexec_fn=sandbox.die_with_parent)
+        for fd in (cmd_r, reply_w, out_w):
+            os.close(fd)
+        self.output = OutputTail(out_r)
+        self.reply_limit = int(settings.get("reply_bytes", 64 << 30))
+
+    def died(self) -> CandidateFailed:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.returncode
+        import signal
+
+        if code is not None and (code < 0 or code > 128):
+            sig = -code if code < 0 else code - 128
+            try:
+                how = f"was killed by {signal.Signals(sig).name}"
+            except ValueError:
+                how = f"was killed by signal {sig}"
+        else:
+            how = f"exited with code {code}"
+        last = self.output.last_line()
+        return CandidateFailed("crashed", f"the candidate process {how}" + (f" ({last})" if last else ""))
+
+    def send(self, header: dict, blobs=None) -> None:
+        try:
+            self.wire.send(self.cmd_w, header, blobs)
+        except (BrokenPipeError, OSError):
+            raise self.died() from None
+
+    def receive(self, limit: int | None = None) -> tuple[dict, list]:
+        try:
+            return self.wire.recv(self.reply_r, self.reply_limit if limit is None else limit)
+        except self.wire.WireError as exc:
+            if self.proc.poll() is None and "closed" not in str(exc):
+                self.kill()
+                raise CandidateFailed("failed", f"the candidate broke the protocol: {exc}") from None
+            raise self.died() from None
+
+    def request(self, header: dict, blobs=None) -> tuple[dict, list]:
+        self.send(header, blobs)
+        reply, out = self.receive()
+        if not reply.get("ok"):
+            kind = reply.get("kind")
+            status = {"output": "failed", "tampered": "failed", "oom": "error"}.get(kind, "error")
+            reason = str(reply.get("reason", "the candidate failed"))
+            if kind == "oom":
+                reason = "out of memory: " + reason
+            raise CandidateFailed(status, reason, reply.get("traceback"))
+        return reply, out
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.wire.send(self.cmd_w, {"op": "exit"})
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+        for fd in (self.cmd_w, self.reply_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        shutil.rmtree(self.private, ignore_errors=True)
+
+
+class Checker:
+    """Correctness and timing of the candidate against the task's reference, on the trusted side."""
+
+    def __init__(self, job: dict, reference_module, candidate: CandidateProcess):
         import torch
 
-        self.torch = torch
+        from d2k.execution import wire
+
+        self.torch, self.wire = torch, wire
         self.job = job
         self.task = job["task"]
         self.signature = self.task["signature"]
@@ -66,16 +238,17 @@ class Evaluator:
         self.reference_module = reference_module
         self.reference = reference_module.reference
         self.candidate = candidate
-        self.guard = guard
-        self.timer = timer
         self.is_reference = job["solution"]["kind"] == "reference"
         self.returned = [o["name"] for o in self.signature["outputs"] if not o.get("inplace")]
         self.mutated = [o["name"] for o in self.signature["outputs"] if o.get("inplace")]
+        self.fixed = set(getattr(reference_module, "FIXED_INPUTS", ()))
+        self.rng = random.SystemRandom()
+        self.triton_launches = 0
 
     # -- helpers -------------------------------------------------------------------------------
     def sync(self):
         if not self.interpreter:
-            self.guard.synchronize()
+            self.torch.cuda.synchronize()
 
     def inputs(self, workload: dict, seed: int) -> dict:
         from d2k.execution.inputs import build_inputs
@@ -83,144 +256,184 @@ class Evaluator:
         return build_inputs(self.signature, workload, seed, self.device, self.interpreter, self.reference_module)
 
     def fresh(self, inputs: dict) -> dict:
-        """Arguments for one call: inputs the op mutates are private copies."""
+        """Arguments for one reference call: inputs the op mutates are private copies."""
         return {k: (v.clone() if k in self.mutated else v) for k, v in inputs.items()}
 
-    def call(self, fn, args: dict, who: str) -> dict:
-        """Call ``fn`` and collect its outputs by name (cloned, so later calls cannot change them)."""
+    def run_reference(self, args: dict) -> dict:
         torch = self.torch
-        result = fn(**args)
+        result = self.reference(**args)
         self.sync()
-        self.guard.check()
         outputs = {}
         if self.returned:
-            values = result
-            if len(self.returned) == 1:
-                if isinstance(result, (tuple, list)) and len(result) == 1:
-                    values = result[0]
-                values = [values]
-            elif not isinstance(result, (tuple, list)) or len(result) != len(self.returned):
-                got = type(result).__name__ if not isinstance(result, (tuple, list)) else f"{len(result)} values"
-                raise OutputError(f"{who} must return {len(self.returned)} outputs ({', '.join(self.returned)}), got {got}")
+            values = [result] if len(self.returned) == 1 and not isinstance(result, (tuple, list)) else list(result)
+            if len(self.returned) == 1 and len(values) != 1:
+                values = [result]
             for name, value in zip(self.returned, values):
-                if not isinstance(value, torch.Tensor):
-                    raise OutputError(f"{who}: output {name} is {type(value).__name__}, not a tensor")
-                outputs[name] = value.detach().clone()
+                outputs[name] = value.detach().clone() if isinstance(value, torch.Tensor) else value
         for name in self.mutated:
             outputs[name] = args[name].detach().clone()
         return outputs
+
+    def received(self, metas: list, blobs: list, facts: dict, who: str) -> dict:
+        """Outputs rebuilt from the candidate's bytes (plain tensors), after the shape checks."""
+        try:
+            outputs = self.wire.unpack(metas, blobs, self.device)
+        except self.wire.WireError as exc:
+            raise CheckFailed(f"{who}: malformed output: {exc}") from None
+        missing = [n for n in self.returned + self.mutated if n not in outputs]
+        if missing:
+            raise CheckFailed(f"{who}: outputs {', '.join(missing)} missing")
+        if not self.interpreter:
+            off = [n for n, d in (facts.get("device") or {}).items() if not str(d).startswith("cuda")]
+            if off:
+                raise CheckFailed(f"{who}: output {off[0]} is on {facts['device'][off[0]]}, not the GPU")
+        return outputs
+
+    def run_candidate(self, inputs: dict, who: str) -> dict:
+        metas, blobs = self.wire.pack(inputs)
+        reply, out = self.candidate.request(
+            {"op": "call", "inputs": metas, "returned": self.returned, "mutated": self.mutated}, blobs)
+        facts = reply.get("facts", {})
+        self.triton_launches += int(facts.get("triton_launches", 0) or 0)
+        modified = facts.get("modified_inputs") or []
+        if modified:
+            raise CheckFailed(f"{who} modified input {modified[0]}, which the op must not write")
+        return self.received(reply.get("outputs", []), out, facts, who)
 
     def canonical(self, outputs: dict, inputs: dict) -> dict:
         """Outputs in the task's canonical form (e.g. order-free results sorted), if it defines one."""
         hook = getattr(self.reference_module, "canonicalize", None)
         return dict(hook(dict(outputs), inputs)) if hook is not None else outputs
 
+    def compare(self, got: dict, expected: dict, label: str) -> dict:
+        stats = {}
+        for name, ref in expected.items():
+            try:
+                stats[name] = compare_tensor(name, got[name], ref, self.task["tolerance"][name])
+            except Mismatch as exc:
+                raise CheckFailed(f"{label}: {exc}") from None
+        return stats
+
     # -- the phases ----------------------------------------------------------------------------
     def check(self, workload: dict) -> dict:
-        torch = self.torch
         trials = []
         for trial in range(int(self.task.get("trials", 3))):
             seed = int(workload.get("seed", 0)) * 1_000_003 + trial
             inputs = self.inputs(workload, seed)
-            snapshot = {k: v.clone() for k, v in inputs.items() if isinstance(v, torch.Tensor) and k not in self.mutated}
-            first = self.call(self.candidate, self.fresh(inputs), "the solution")
-            for name, before in snapshot.items():
-                if not torch.equal(inputs[name], before):
-                    raise CheckFailed(f"trial {trial}: the solution modified input {name}, which the op must not write")
-            expected = self.call(self.reference, self.fresh(inputs), "the reference")
-            second = self.call(self.candidate, self.fresh(inputs), "the solution")
+            first = self.run_candidate(inputs, "the solution")
+            expected = self.run_reference(self.fresh(inputs))
+            second = self.run_candidate(inputs, "the solution")
             first, expected, second = (self.canonical(o, inputs) for o in (first, expected, second))
-            stats = {}
-            for name, ref in expected.items():
-                tol = self.task["tolerance"][name]
-                for label, outputs in (("first call", first), ("second call", second)):
-                    try:
-                        stats[name] = compare_tensor(name, outputs[name], ref, tol)
-                    except Mismatch as exc:
-                        raise CheckFailed(f"trial {trial} ({label}): {exc}") from None
+            stats = self.compare(first, expected, f"trial {trial} (first call)")
+            self.compare(second, expected, f"trial {trial} (second call)")
             trials.append({"seed": seed, "outputs": stats})
-            del inputs, snapshot, first, second, expected
+            del inputs, first, second, expected
         return {"trials": trials}
 
-    def time(self, workload: dict) -> tuple[dict, list]:
-        from d2k.execution.inputs import clone_inputs, tensor_bytes
+    def replay(self, base: dict, names: list, seed: int, call: int, n_sets: int) -> dict:
+        """The inputs timed call ``call`` ran on: its set's values after every perturbation up to it."""
+        state = {k: (v.clone() if isinstance(v, self.torch.Tensor) else v) for k, v in base.items()}
+        for j in range(call % n_sets, call + 1, n_sets):
+            self.wire.perturb(state, names, seed, j)
+        return state
 
+    def time(self, workload: dict) -> dict:
+        from d2k.execution.inputs import tensor_bytes
+
+        torch = self.torch
         settings = self.job.get("timing", {})
         base = self.inputs(workload, int(workload.get("seed", 0)) * 1_000_003)
         set_bytes = max(tensor_bytes(base), 1)
         n_sets = int(min(8, max(2, float(settings.get("rotate_bytes", 2e9)) // set_bytes)))
-        sets = [clone_inputs(base) for _ in range(n_sets)]
-        fn = self.candidate
-        mutated = self.mutated
-
-        def restore(i):
-            for name in mutated:
-                sets[i][name].copy_(base[name])
-
-        def call(i):
-            fn(**sets[i])
-
-        timing = self.timer.measure(call, n_sets, restore, probe=not self.interpreter)
-        timing["input_bytes"] = set_bytes
-        return timing, sets
-
-    def cache_probe(self, workload: dict, sets: list) -> None:
-        """Reuse a timed buffer with new values: a solution that caches results by pointer fails here."""
-        torch = self.torch
-        fresh = self.inputs(workload, int(workload.get("seed", 0)) * 1_000_003 + 104_729)
-        reused = sets[0]
-        for name, value in fresh.items():
-            if isinstance(value, torch.Tensor):
-                reused[name].copy_(value)
-        got = self.canonical(self.call(self.candidate, reused, "the solution"), fresh)
-        expected = self.canonical(self.call(self.reference, self.fresh(fresh), "the reference"), fresh)
-        for name, ref in expected.items():
-            try:
-                compare_tensor(name, got[name], ref, self.task["tolerance"][name])
-            except Mismatch as exc:
-                raise CheckFailed(
-                    "wrong result when a timed input buffer was reused with new values "
-                    f"(results cached across calls?): {exc}"
-                ) from None
+        names = self.wire.perturbable(base, self.fixed)
+        seed = self.rng.getrandbits(62)
+        metas, blobs = self.wire.pack(base)
+        started = time.perf_counter()
+        self.candidate.send({"op": "time", "inputs": metas, "returned": self.returned, "mutated": self.mutated,
+                             "n_sets": n_sets, "perturb_seed": seed, "perturb": names, "settings": settings}, blobs)
+        # Which timed calls are checked: a uniform sample of 3 (reservoir), decided after each call
+        # was issued, from this process's randomness.
+        sample: list[int] = []
+        seen = 0
+        while True:
+            reply, out = self.candidate.receive()
+            if reply.get("op") == "issued":
+                j = int(reply.get("call", -1))
+                seen += 1
+                keep = len(sample) < 3 or self.rng.random() < 3 / seen
+                if keep and len(sample) >= 3:
+                    sample.pop(self.rng.randrange(len(sample)))
+                if keep:
+                    sample.append(j)
+                self.candidate.send({"keep": keep})
+                continue
+            break
+        wall_ms = (time.perf_counter() - started) * 1e3
+        if not reply.get("ok"):
+            kind = reply.get("kind")
+            status = "failed" if kind in ("tampered", "output") else "error"
+            raise CandidateFailed(status, str(reply.get("reason", "timing failed")), reply.get("traceback"))
+        timing = dict(reply.get("timing") or {})
+        self.triton_launches += int(timing.pop("triton_launches", 0) or 0)
+        kept = reply.get("kept") or []
+        checked = []
+        if not self.is_reference:
+            offset = 0
+            by_call = {}
+            for entry in kept:
+                n = sum(1 for m in entry.get("outputs", []) if "scalar" not in m)
+                by_call[int(entry.get("call", -1))] = (entry, out[offset:offset + n])
+                offset += n
+            for j in sorted(set(sample)):
+                if j not in by_call:
+                    raise CheckFailed(f"timed call {j}: its outputs were asked for and not returned")
+                entry, blobs_j = by_call[j]
+                if entry.get("facts", {}).get("error"):
+                    raise CheckFailed(f"timed call {j}: {entry['facts']['error']}")
+                got = self.received(entry.get("outputs", []), blobs_j, entry.get("facts", {}), f"timed call {j}")
+                inputs = self.replay(base, names, seed, j, n_sets)
+                expected = self.run_reference(self.fresh(inputs))
+                got, expected = self.canonical(got, inputs), self.canonical(expected, inputs)
+                self.compare(got, expected, f"timed call {j} of {len(timing.get('samples_ms', []))} "
+                                            "(results must be right on every call, not only when checked)")
+                checked.append(j)
+                del inputs, expected, got
+        timing.update({"input_bytes": set_bytes, "checked_calls": checked, "trusted_wall_ms": round(wall_ms, 3),
+                       "perturbed_inputs": names})
+        del base
+        gc.collect()
+        if not self.interpreter:
+            torch.cuda.empty_cache()
+        return timing
 
     def evaluate(self, workload: dict) -> dict:
         record = {"workload": workload["id"], "status": "passed", "reason": None}
+        self.triton_launches = 0
         if self.job.get("check", True) and not self.is_reference:
             record["correctness"] = self.check(workload)
         if self.job.get("time", True):
-            timing, sets = self.time(workload)
-            record["timing"] = timing
-            if self.job.get("check", True) and not self.is_reference:
-                self.cache_probe(workload, sets)
-            del sets
+            record["timing"] = self.time(workload)
+        record["own_kernels"] = self.own_kernels(record.get("timing") or {})
         return record
 
-
-class CheckFailed(Exception):
-    """The solution computed something other than the reference."""
-
-
-class OutputError(CheckFailed):
-    """The solution returned the wrong number or kind of outputs."""
-
-
-def _healthy(torch) -> bool:
-    try:
-        x = torch.zeros(16, device="cuda")
-        x.add_(1)
-        torch.cuda.synchronize()
-        return float(x.sum().item()) == 16.0
-    except Exception:
-        return False
+    def own_kernels(self, timing: dict) -> bool | None:
+        """Did the solution launch a kernel of its own (not a library's)? None for baselines."""
+        if self.job["solution"]["kind"] in ("reference", "compiled"):
+            return None
+        if self.triton_launches:
+            return True
+        names = list((timing.get("profile") or {}).get("kernel_names") or []) + list(timing.get("span_kernel_names") or [])
+        return any(not any(m in name for m in LIBRARY_KERNEL_MARKERS) for name in names)
 
 
-def run_evaluate(job: dict, events: Events) -> int:
-    # Capture the timer before any candidate code is imported.
+def _read_key() -> bytes:
+    key = sys.stdin.buffer.read(64)
+    return key if len(key) >= 16 else b""
+
+
+def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
     import torch
 
-    from d2k.execution.timing import CudaTimer, TimerGuard, WallTimer
-
-    guard = TimerGuard()
     interpreter = job["backend"] == "interpreter"
     if not interpreter and not torch.cuda.is_available():
         events.emit("fatal", reason="backend cuda requested but torch sees no CUDA device", durable=True)
@@ -231,48 +444,62 @@ def run_evaluate(job: dict, events: Events) -> int:
         events.emit("fatal", reason=f"reference failed to import: {type(exc).__name__}: {exc}", traceback=_short_traceback(), durable=True)
         return 2
     solution = job["solution"]
+    index = 0
+    candidate = None
+
+    def start_candidate():
+        nonlocal index
+        events.emit("loading", durable=True)
+        proc = CandidateProcess(job, job_dir, index)
+        index += 1
+        events.emit("sandbox", durable=True, **proc.meta)
+        try:
+            proc.request({"op": "load", "path": proc.solution_path, "entry_point": solution.get("entry_point", "run"),
+                          "kind": solution["kind"], "backend": job["backend"],
+                          "memory_fraction": job.get("sandbox", {}).get("gpu_memory_fraction")})
+        except CandidateFailed as exc:
+            proc.close()
+            raise CandidateFailed(exc.status if exc.status == "crashed" else "error",
+                                  f"solution failed to import: {exc.reason}", exc.traceback) from None
+        events.emit("loaded", durable=True)
+        return proc
+
     try:
-        if solution["kind"] == "reference":
-            candidate = reference_module.reference
-        elif solution["kind"] == "compiled":
-            # a baseline: the reference through torch.compile (default mode), checked like a solution
-            candidate = torch.compile(reference_module.reference)
-        else:
-            module = load_module(solution["path"], "d2k_solution")
-            candidate = getattr(module, solution.get("entry_point", "run"), None)
-            if not callable(candidate):
-                raise AttributeError(f"{os.path.basename(solution['path'])} defines no function {solution.get('entry_point', 'run')}()")
-        guard.check()
-    except BaseException as exc:  # SystemExit from a module body counts too
-        events.emit("fatal", reason=f"solution failed to import: {type(exc).__name__}: {exc}", traceback=_short_traceback(), durable=True)
+        candidate = start_candidate()
+    except CandidateFailed as exc:
+        events.emit("fatal", reason=exc.reason, traceback=exc.traceback, durable=True)
         return 2
-    timer = WallTimer(guard, job.get("timing", {})) if interpreter else CudaTimer("cuda", guard, job.get("timing", {}))
-    evaluator = Evaluator(job, reference_module, candidate, guard, timer)
     for workload in job["workloads"]:
         events.emit("start", workload=workload["id"], durable=True)
         t0 = time.perf_counter()
+        restart = False
         try:
-            record = evaluator.evaluate(workload)
+            if candidate is None:
+                candidate = start_candidate()
+            record = Checker(job, reference_module, candidate).evaluate(workload)
         except CheckFailed as exc:
             record = {"workload": workload["id"], "status": "failed", "reason": str(exc)}
-        except BaseException as exc:
+        except CandidateFailed as exc:
+            record = {"workload": workload["id"], "status": exc.status, "reason": exc.reason, "traceback": exc.traceback}
+            restart = True
+        except BaseException as exc:  # the trusted side's own failure (e.g. the reference ran out of memory)
             name = type(exc).__name__
-            status = "error"
-            if name == "OutOfMemoryError":
-                reason = f"out of memory: {str(exc).splitlines()[0][:300]}"
-            elif name == "TimerTampered":
-                status, reason = "failed", str(exc)
-            else:
-                reason = f"{name}: {str(exc)[:500]}"
-            record = {"workload": workload["id"], "status": status, "reason": reason, "traceback": _short_traceback()}
+            reason = f"out of memory: {str(exc).splitlines()[0][:300]}" if name == "OutOfMemoryError" else f"{name}: {str(exc)[:500]}"
+            record = {"workload": workload["id"], "status": "error", "reason": reason, "traceback": _short_traceback()}
+            restart = True
+        if candidate is not None and candidate.output.total > 0:
+            record["candidate_output_bytes"] = candidate.output.total
         record["seconds"] = round(time.perf_counter() - t0, 3)
         events.emit("result", durable=True, **record)
+        if restart and candidate is not None:
+            # a raise may leave the candidate's CUDA context poisoned: the next workload gets a fresh one
+            candidate.close()
+            candidate = None
         gc.collect()
         if not interpreter:
-            if not _healthy(torch):
-                events.emit("unhealthy", reason="the CUDA context is unusable after this workload", durable=True)
-                return 3
             torch.cuda.empty_cache()
+    if candidate is not None:
+        candidate.close()
     events.emit("done", durable=True)
     return 0
 
@@ -281,11 +508,15 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m d2k.execution.worker JOB.json", file=sys.stderr)
         return 2
+    from d2k.execution.sandbox import undumpable
+
+    undumpable()
+    key = _read_key()
     with open(argv[0], encoding="utf-8") as fh:
         job = json.load(fh)
     if job["backend"] == "interpreter":
         os.environ["TRITON_INTERPRET"] = "1"
-    events = Events(job["events_path"])
+    events = Events(job["events_path"], key)
     kind = job.get("kind", "evaluate")
     if kind == "environment":
         from d2k.execution.envinfo import collect
@@ -299,7 +530,7 @@ def main(argv: list[str]) -> int:
         events.emit("calibration", durable=True, **calibrate(job.get("timing")))
         events.emit("done", durable=True)
         return 0
-    return run_evaluate(job, events)
+    return run_evaluate(job, events, Path(argv[0]).resolve().parent)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,251 @@
+"""The candidate process: imports one solution and runs it on command. It holds nothing trusted.
+
+    python -m d2k.execution.candidate CMD_FD REPLY_FD
+
+It is started by the trusted worker (``d2k.execution.worker``) inside the sandbox
+(``d2k.execution.sandbox``) and talks to it only through two pipes (``d2k.execution.wire``). It
+never sees the reference, the tolerances, the comparison, the store, the run folder or the content
+paths: it receives input tensors as bytes, returns output tensors as bytes, and times calls when
+asked. Whatever it reports is a claim: outputs are compared on the trusted side, and timings are
+cross-checked there (see ``d2k.execution.worker``).
+
+Commands: ``load`` (import the solution), ``call`` (one call on given inputs, outputs returned),
+``time`` (the timing loop; after every timed call the trusted side says whether to keep that
+call's outputs for checking, so which calls are checked is not known when they run), ``exit``.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import os
+import sys
+import time
+import traceback
+
+LAUNCHES = {"triton": 0}
+
+
+def _count_triton_launches() -> None:
+    """Count launches of Triton kernels (compiled or interpreted), to flag solutions that launch
+    none of their own. Installed before the solution is imported."""
+    try:
+        from triton.runtime import jit as triton_jit
+    except Exception:
+        return
+    classes = [getattr(triton_jit, "JITFunction", None)]
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        classes.append(InterpretedFunction)
+    except Exception:
+        pass
+    for cls in filter(None, classes):
+        original = getattr(cls, "run", None)
+        if original is None:
+            continue
+
+        def run(self, *args, __original=original, **kwargs):
+            LAUNCHES["triton"] += 1
+            return __original(self, *args, **kwargs)
+
+        cls.run = run
+
+
+def _load(path: str, entry_point: str, kind: str):
+    spec = importlib.util.spec_from_file_location("d2k_solution", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {os.path.basename(path)}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["d2k_solution"] = module
+    spec.loader.exec_module(module)
+    if kind == "compiled":
+        import torch
+
+        return torch.compile(module.reference)
+    fn = getattr(module, entry_point, None)
+    if not callable(fn):
+        raise AttributeError(f"{os.path.basename(path)} defines no function {entry_point}()")
+    return fn
+
+
+class Candidate:
+    def __init__(self, cmd_fd: int, reply_fd: int):
+        from d2k.execution import wire
+
+        self.wire = wire
+        self.cmd_fd, self.reply_fd = cmd_fd, reply_fd
+        self.fn = None
+        self.device = "cpu"
+        self.interpreter = True
+        self.guard = None
+
+    def reply(self, header: dict, blobs=None) -> None:
+        self.wire.send(self.reply_fd, header, blobs)
+
+    def sync(self) -> None:
+        if not self.interpreter:
+            self.guard.synchronize()
+
+    # -- commands ---------------------------------------------------------------------------------
+    def load(self, cmd: dict) -> dict:
+        import torch
+
+        from d2k.execution.timing import TimerGuard
+
+        self.interpreter = cmd["backend"] == "interpreter"
+        self.device = "cpu" if self.interpreter else "cuda"
+        if not self.interpreter and not torch.cuda.is_available():
+            return {"ok": False, "reason": "backend cuda requested but torch sees no CUDA device"}
+        if not self.interpreter and cmd.get("memory_fraction"):
+            torch.cuda.set_per_process_memory_fraction(float(cmd["memory_fraction"]))
+        self.guard = TimerGuard()  # the timing primitives, captured before any candidate code runs
+        _count_triton_launches()
+        self.fn = _load(cmd["path"], cmd.get("entry_point", "run"), cmd.get("kind", "file"))
+        self.guard.check()
+        return {"ok": True}
+
+    def outputs(self, result, args: dict, returned: list[str], mutated: list[str]) -> tuple[list, list, dict]:
+        """Outputs by name (returned ones, then inputs the op writes), with what the honest harness
+        can tell about them; the trusted side trusts only the bytes."""
+        import torch
+
+        values = {}
+        if returned:
+            items = result
+            if len(returned) == 1:
+                if isinstance(result, (tuple, list)) and len(result) == 1:
+                    items = result[0]
+                items = [items]
+            elif not isinstance(result, (tuple, list)) or len(result) != len(returned):
+                got = type(result).__name__ if not isinstance(result, (tuple, list)) else f"{len(result)} values"
+                return [], [], {"error": f"must return {len(returned)} outputs ({', '.join(returned)}), got {got}"}
+            for name, value in zip(returned, items):
+                if type(value) is not torch.Tensor:
+                    return [], [], {"error": f"output {name} is a {type(value).__module__}.{type(value).__name__}, "
+                                             "not exactly a torch.Tensor"}
+                values[name] = value
+        for name in mutated:
+            values[name] = args[name]
+        facts = {"contiguous": {k: bool(v.is_contiguous()) for k, v in values.items()},
+                 "device": {k: str(v.device) for k, v in values.items()}}
+        input_ptrs = {id(t.untyped_storage()) for t in args.values() if isinstance(t, torch.Tensor)}
+        facts["aliases_input"] = [k for k in returned if id(values[k].untyped_storage()) in input_ptrs]
+        metas, blobs = self.wire.pack(values)
+        return metas, blobs, facts
+
+    def call(self, cmd: dict, blobs: list) -> tuple[dict, list]:
+        import torch
+
+        inputs = self.wire.unpack(cmd["inputs"], blobs, self.device)
+        mutated = cmd.get("mutated", [])
+        before = self.wire.pack({k: v for k, v in inputs.items() if isinstance(v, torch.Tensor) and k not in mutated})
+        launches = LAUNCHES["triton"]
+        result = self.fn(**inputs)
+        self.sync()
+        self.guard.check()
+        metas, out_blobs, facts = self.outputs(result, inputs, cmd.get("returned", []), mutated)
+        if "error" in facts:
+            return {"ok": False, "kind": "output", "reason": facts["error"]}, []
+        after = self.wire.pack({k: inputs[k] for k in (m["name"] for m in before[0])})
+        facts["modified_inputs"] = [m["name"] for m, x, y in zip(before[0], before[1], after[1]) if bytes(x) != bytes(y)]
+        facts["triton_launches"] = LAUNCHES["triton"] - launches
+        return {"ok": True, "outputs": metas, "facts": facts}, out_blobs
+
+    def time(self, cmd: dict, blobs: list) -> tuple[dict, list]:
+        import torch
+
+        from d2k.execution.timing import CudaTimer, WallTimer
+
+        wire = self.wire
+        base = wire.unpack(cmd["inputs"], blobs, self.device)
+        mutated = cmd.get("mutated", [])
+        returned = cmd.get("returned", [])
+        n_sets = int(cmd["n_sets"])
+        seed = int(cmd["perturb_seed"])
+        names = list(cmd["perturb"])
+        # each set's pristine values: perturbed before each timed call, copied into the working
+        # tensors of inputs the op writes
+        pristine = [{k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in base.items()} for _ in range(n_sets)]
+        sets = [{k: (v.clone() if k in mutated else p[k]) for k, v in p.items()} for p in pristine]
+        del base
+        kept: dict[int, tuple] = {}
+
+        def restore(i):
+            for name in mutated:
+                sets[i][name].copy_(pristine[i][name])
+
+        def before(i, j):
+            wire.perturb(pristine[i], names, seed, j)
+            restore(i)
+
+        def call(i):
+            return self.fn(**sets[i])
+
+        def after(i, j, result):
+            # the decision comes after the call was issued: nothing the call did can depend on it
+            self.reply({"op": "issued", "call": j})
+            decision, _ = wire.recv(self.cmd_fd, 0)
+            if decision.get("keep") and len(kept) < 8:
+                metas, out_blobs, facts = self.outputs(result, sets[i], returned, mutated)
+                kept[j] = (metas, out_blobs, facts)
+
+        settings = cmd.get("settings", {})
+        timer = WallTimer(self.guard, settings) if self.interpreter else CudaTimer("cuda", self.guard, settings)
+        launches = LAUNCHES["triton"]
+        timing = timer.measure(call, n_sets, restore, probe=not self.interpreter, before=before, after=after)
+        timing["triton_launches"] = LAUNCHES["triton"] - launches
+        header = {"ok": True, "timing": timing, "kept": []}
+        out_blobs = []
+        for j, (metas, blobs_j, facts) in sorted(kept.items()):
+            header["kept"].append({"call": j, "outputs": metas, "facts": facts})
+            out_blobs.extend(blobs_j)
+        sets.clear()
+        pristine.clear()
+        kept.clear()
+        gc.collect()
+        if not self.interpreter:
+            torch.cuda.empty_cache()
+        return header, out_blobs
+
+    # -- the loop ---------------------------------------------------------------------------------
+    def serve(self) -> int:
+        wire = self.wire
+        while True:
+            try:
+                cmd, blobs = wire.recv(self.cmd_fd, 1 << 40)
+            except wire.WireError:
+                return 0  # the trusted side went away
+            op = cmd.get("op")
+            if op == "exit":
+                return 0
+            t0 = time.perf_counter()
+            try:
+                if op == "load":
+                    header, out = self.load(cmd), []
+                elif op == "call":
+                    header, out = self.call(cmd, blobs)
+                elif op == "time":
+                    header, out = self.time(cmd, blobs)
+                else:
+                    header, out = {"ok": False, "reason": f"unknown command {op!r}"}, []
+            except BaseException as exc:  # noqa: BLE001 - everything the solution raises is reported
+                name = type(exc).__name__
+                kind = "oom" if name == "OutOfMemoryError" else "tampered" if name == "TimerTampered" else "raised"
+                header, out = {"ok": False, "kind": kind, "reason": f"{name}: {str(exc)[:500]}",
+                               "traceback": traceback.format_exc()[-2000:]}, []
+            header["seconds"] = round(time.perf_counter() - t0, 4)
+            del blobs
+            self.reply(header, out)
+
+
+def main(argv: list[str]) -> int:
+    cmd_fd, reply_fd = int(argv[0]), int(argv[1])
+    return Candidate(cmd_fd, reply_fd).serve()
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,237 @@
+"""The sandbox every candidate process runs in, built from util-linux's ``unshare`` and the kernel.
+
+Layers, each applied where the machine allows it and recorded in the run's metadata otherwise:
+
+- **pid namespace** (``unshare --pid --fork --kill-child``): the candidate is process 1 of its own
+  namespace; when it ends, or its parent is killed, the kernel kills every process it started,
+  ``setsid`` daemons included.
+- **mount namespace**: the content tree (tasks, rubrics, gold labels, workloads, analysis), the
+  store, the run folder and the home directory are covered by empty read-only tmpfs mounts; the
+  Python installation and d2k are bound read-only; ``/tmp`` is a private tmpfs holding the
+  candidate's own copy of its solution file, its cache directories and its working directory.
+- **network namespace** (``--net``): no interface but a loopback that is down.
+- **unprivileged user** (when started as root): uid/gid 65534, no supplementary groups,
+  ``no_new_privs``.
+- **resource limits**: open files, file size, core dumps, CPU seconds, processes (when the user is
+  dropped), and address space on the CPU interpreter (CUDA reserves huge virtual ranges, so on a GPU
+  the candidate's device memory is capped by a per-process fraction instead).
+- **scrubbed environment**: only PATH, LANG, the Triton/CUDA switches and private cache paths; no
+  API keys, no ``D2K_*``.
+
+``python -m d2k.execution.sandbox CONFIG_JSON -- COMMAND...`` is the init step that runs inside the
+namespaces (it mounts, limits, drops the user, then ``exec``s the command). Imports: stdlib only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+NOBODY = 65534
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE = 1, 38, 4
+KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET", "NVIDIA_VISIBLE_DEVICES",
+            "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH")
+INSIDE = "/tmp/d2k-candidate"   # the candidate's private folder, as it sees it
+
+_namespaces_ok: bool | None = None
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def die_with_parent() -> None:
+    """preexec hook: this process gets SIGKILL when the process that started it dies."""
+    _prctl(PR_SET_PDEATHSIG, 9)
+
+
+def undumpable() -> None:
+    """Keep processes of the same user from reading this one's memory (/proc/PID/mem, ptrace)."""
+    _prctl(PR_SET_DUMPABLE, 0)
+
+
+def namespaces_available() -> bool:
+    global _namespaces_ok
+    if _namespaces_ok is None:
+        exe = shutil.which("unshare")
+        ok = False
+        if exe:
+            try:
+                ok = subprocess.run([exe, "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
+                                     "--propagation", "private", "true"],
+                                    capture_output=True, timeout=20).returncode == 0
+            except (OSError, subprocess.SubprocessError):
+                ok = False
+        _namespaces_ok = ok
+    return _namespaces_ok
+
+
+def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: str, limits: dict,
+         enabled: bool = True) -> tuple[list[str], dict, dict]:
+    """The command prefix, the environment and the description of the layers that will apply.
+
+    ``private_dir`` is mounted at /tmp/d2k-candidate inside; ``hide`` paths become empty;
+    ``read_only`` paths stay visible but unwritable. With ``enabled`` false (``--no-sandbox``) only
+    the process-level layers apply, and the metadata says so.
+    """
+    namespaces = enabled and namespaces_available()
+    root_user = enabled and os.geteuid() == 0
+    drop_user = root_user and python_readable_by_others()
+    drop_caps = root_user and shutil.which("setpriv") is not None
+    layers = {
+        "pid_namespace": namespaces, "mount_namespace": namespaces, "network_namespace": namespaces,
+        "unprivileged_user": drop_user, "no_capabilities": drop_caps or drop_user, "resource_limits": True,
+        "scrubbed_environment": True, "process_group": True,
+    }
+    warnings = []
+    if not enabled:
+        warnings.append("sandbox disabled (--no-sandbox): the candidate can read and write what this user can")
+    elif not namespaces:
+        warnings.append("no namespaces (unshare --mount --net --pid failed here): the candidate can read the "
+                        "content tree and reach the network; setsid daemons are killed by the process sweep only")
+    if enabled and not root_user:
+        warnings.append("not started as root: the candidate runs as this user (files it can read, it reads)")
+    elif root_user and not drop_user:
+        warnings.append("Python is installed where an unprivileged user cannot read it: the candidate keeps uid 0 "
+                        + ("with every capability dropped" if drop_caps else "WITH its capabilities (no setpriv here)"))
+    root = INSIDE if namespaces else str(private_dir)
+    env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
+    env.update({
+        "HOME": root, "TMPDIR": root, "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
+        "TRITON_CACHE_DIR": f"{root}/triton-cache", "TORCHINDUCTOR_CACHE_DIR": f"{root}/inductor-cache",
+        "XDG_CACHE_HOME": f"{root}/cache", "PYTHONNOUSERSITE": "1",
+    })
+    package_parent = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = package_parent
+    if backend == "interpreter":
+        env["TRITON_INTERPRET"] = "1"
+        env.setdefault("CUDA_VISIBLE_DEVICES", "")
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    config = {
+        "namespaces": namespaces, "drop_user": drop_user, "drop_caps": drop_caps, "private_dir": str(private_dir),
+        "inside": INSIDE,
+        "hide": [str(p) for p in hide if p.exists()], "read_only": [str(p) for p in read_only if p.exists()],
+        "limits": limits, "backend": backend,
+    }
+    prefix = []
+    if namespaces:
+        prefix = [shutil.which("unshare"), "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
+                  "--propagation", "private"]
+    prefix += [sys.executable, "-m", "d2k.execution.sandbox", json.dumps(config), "--"]
+    if drop_user:
+        os.chown(private_dir, NOBODY, NOBODY)
+    return prefix, env, {"layers": layers, "warnings": warnings, "root": root}
+
+
+# -- the init step, inside the namespaces -------------------------------------------------------
+def _mount(*args: str) -> None:
+    subprocess.run(["mount", *args], check=True, capture_output=True)
+
+
+def _inside_mounts(config: dict) -> None:
+    inside = config["inside"]
+    # the private folder may itself lie under /tmp: hold it open while /tmp is replaced
+    fd = os.open(config["private_dir"], os.O_RDONLY | os.O_DIRECTORY)
+    os.set_inheritable(fd, True)
+    _mount("-t", "tmpfs", "-o", "mode=1777,size=8g", "tmpfs", "/tmp")
+    os.makedirs(inside, exist_ok=True)
+    subprocess.run(["mount", "--bind", f"/proc/self/fd/{fd}", inside], check=True, capture_output=True, pass_fds=(fd,))
+    os.close(fd)
+    for path in config["hide"]:
+        if not os.path.exists(path):
+            continue  # under /tmp, already replaced
+        if os.path.isdir(path):
+            _mount("-t", "tmpfs", "-o", "ro,size=4k,mode=000", "tmpfs", path)
+        else:
+            _mount("--bind", "/dev/null", path)
+    for path in config["read_only"]:
+        if not os.path.exists(path):
+            continue
+        try:
+            _mount("--bind", path, path)
+            _mount("-o", "remount,bind,ro", path)
+        except subprocess.CalledProcessError:
+            pass  # a path that cannot be bound stays as it was; hiding still applies
+    for shm in ("/dev/shm",):
+        if os.path.isdir(shm):
+            _mount("-t", "tmpfs", "-o", "size=1g", "tmpfs", shm)
+
+
+def _limits(config: dict) -> None:
+    lim = config["limits"]
+    pairs = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_NOFILE, int(lim.get("open_files", 4096))),
+             (resource.RLIMIT_FSIZE, int(lim.get("file_bytes", 8 << 30)))]
+    if lim.get("cpu_seconds"):
+        pairs.append((resource.RLIMIT_CPU, int(lim["cpu_seconds"])))
+    if config["backend"] == "interpreter" and lim.get("address_space_bytes"):
+        pairs.append((resource.RLIMIT_AS, int(lim["address_space_bytes"])))
+    if config["drop_user"]:
+        pairs.append((resource.RLIMIT_NPROC, int(lim.get("processes", 4096))))
+    for which, value in pairs:
+        soft, hard = resource.getrlimit(which)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass
+
+
+def init(argv: list[str]) -> int:
+    sep = argv.index("--")
+    config = json.loads(argv[0])
+    command = argv[sep + 1:]
+    if config["namespaces"]:
+        _inside_mounts(config)
+        os.chdir(config["inside"])
+    else:
+        os.chdir(config["private_dir"])
+    _limits(config)
+    setpriv = shutil.which("setpriv")
+    if setpriv and (config["drop_user"] or config.get("drop_caps")):
+        # util-linux's setpriv: an empty bounding set means the exec'd program has no capabilities,
+        # even as uid 0 (it cannot unmount what hides the content, nor read past file modes)
+        user = ["--reuid", str(NOBODY), "--regid", str(NOBODY), "--clear-groups"] if config["drop_user"] else []
+        command = [setpriv, *user, "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--", *command]
+    elif config["drop_user"]:
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    _prctl(PR_SET_PDEATHSIG, 9)
+    os.execvpe(command[0], command, os.environ)
+    return 127
+
+
+def python_readable_by_others() -> bool:
+    """Can an unprivileged user run this Python and import d2k, torch and triton? (Every folder on
+    the way must be searchable by others: a Python under a 0700 /root is not.)"""
+    import importlib.util
+
+    paths = [os.path.realpath(sys.executable), str(Path(__file__).resolve())]
+    for name in ("torch", "triton", "numpy"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            paths.append(os.path.realpath(spec.origin))
+    for path in paths:
+        p = Path(path)
+        for folder in [*p.parents]:
+            try:
+                if not folder.stat().st_mode & 0o001:
+                    return False
+            except OSError:
+                return False
+    return True
+
+
+if __name__ == "__main__":
+    sys.exit(init(sys.argv[1:]))
