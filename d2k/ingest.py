@@ -35,7 +35,7 @@ def ingest(store: Store, bench: Benchmark | None, path: Path) -> dict:
         raise D2KError(f"results file not found: {path}")
     if bench is not None:
         store.sync_content(bench)
-    counts = {"environment": 0, "solution": 0, "evaluation": 0, "calibration": 0}
+    counts = {"environment": 0, "solution": 0, "evaluation": 0, "calibration": 0, "sandbox": 0}
     if path.suffix == ".json":
         return _ingest_calibration(store, path, counts)
     env = None
@@ -57,12 +57,15 @@ def ingest(store: Store, bench: Benchmark | None, path: Path) -> dict:
             store.add_evaluation(record)
         elif kind == "calibration":
             store.add_calibration(record["calibration_id"], record["env"], record)
+        elif kind == "sandbox":
+            pass  # the sandbox layers a run had: metadata of the run, not a row of its own
         else:
             raise D2KError(f"{path}:{lineno}: unknown record type {kind!r}")
         counts[kind] += 1
     if env is not None and counts["evaluation"]:
         store.con.execute(
-            "INSERT INTO runs SELECT DISTINCT run_id, 'ingest', NULL, env_id, backend, min(created_at), max(created_at), "
+            "INSERT INTO runs (run_id, command, args, env_id, backend, started_at, finished_at, status, clocks, results_path) "
+            "SELECT DISTINCT run_id, 'ingest', NULL, env_id, backend, min(created_at), max(created_at), "
             "'ingested', NULL, ? FROM evaluations WHERE run_id NOT IN (SELECT run_id FROM runs) GROUP BY run_id, env_id, backend",
             [str(path)],
         )

@@ -73,7 +73,16 @@ def check_store_file(path: Path) -> None:
             raise D2KError(f"{path} is truncated: {size} bytes, its header needs {expected} (restore it from a copy)")
 
 
+def views_version(text: str) -> str:
+    """The version of a views.sql: the start of the sha256 of its text."""
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 class Store:
+    views_version: str | None = None
+
     def __init__(self, path: str | Path | None = None, views: Path | None = None, read_only: bool = False):
         self.path = str(path or default_path())
         self.read_only = read_only and self.path != ":memory:"
@@ -172,6 +181,11 @@ class Store:
                 self.con.execute(text)
             except duckdb.Error as exc:
                 raise D2KError(f"{views}: {str(exc).splitlines()[0]}") from None
+            # the version of the metric definitions in force (docs/metrics.md): stamped on every
+            # table computed from them (d2k analyze), recorded in meta by a store that may write
+            self.views_version = views_version(views.read_text())
+            if not self.read_only:
+                self.con.execute("INSERT OR REPLACE INTO meta VALUES ('views_version', ?)", [self.views_version])
 
     def close(self) -> None:
         self.con.close()
@@ -231,12 +245,42 @@ class Store:
         )
 
     def start_run(self, run_id: str, command: str, args: dict, env: dict, results_path: str) -> None:
+        import socket
+
         clocks = {k: env.get(k) for k in ("sm_clock_mhz", "mem_clock_mhz", "temperature_c")}
         self.con.execute(
-            "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO runs (run_id, command, args, env_id, backend, started_at, finished_at, status, "
+            "clocks, results_path, owner_pid, owner_host) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             [run_id, command, _json(args), env["env_id"], env.get("backend"),
-             dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), None, "running", _json(clocks), results_path],
+             dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), None, "running", _json(clocks), results_path,
+             os.getpid(), socket.gethostname()],
         )
+
+    def set_run_sandbox(self, run_id: str, sandbox: dict) -> None:
+        self.con.execute("UPDATE runs SET sandbox = ? WHERE run_id = ?", [_json(sandbox), run_id])
+
+    def recover_stale_runs(self) -> int:
+        """Mark runs left ``running`` by a process of this host that no longer exists as
+        ``interrupted`` (a killed d2k cannot do it itself); returns how many."""
+        import socket
+
+        rows = self.con.execute(
+            "SELECT run_id, owner_pid FROM runs WHERE status = 'running' AND owner_host = ?", [socket.gethostname()]
+        ).fetchall()
+        stale = []
+        for run_id, pid in rows:
+            if pid is None or pid == os.getpid():
+                continue
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                stale.append(run_id)
+            except PermissionError:
+                pass
+        for run_id in stale:
+            self.con.execute("UPDATE runs SET status = 'interrupted', finished_at = ? WHERE run_id = ?",
+                             [dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), run_id])
+        return len(stale)
 
     def finish_run(self, run_id: str, status: str) -> None:
         self.con.execute(
@@ -249,19 +293,20 @@ class Store:
         "eval_id", "run_id", "solution_id", "task_id", "workload_id", "env_id", "backend", "status", "reason",
         "median_ms", "q1_ms", "q3_ms", "iqr_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "n_samples",
         "timing_method", "samples_ms", "correctness", "timing", "traceback", "seconds", "created_at",
+        "event_median_ms", "span_median_ms", "kernel_sum_median_ms", "kernels_per_call", "kernel_less", "flags",
     )
 
     def add_evaluation(self, record: dict) -> None:
         values = []
         for col in self.EVAL_COLUMNS:
             value = record.get(col)
-            if col in ("correctness", "timing"):
+            if col in ("correctness", "timing", "flags"):
                 value = _json(value)
             elif col == "created_at":
                 value = _ts(value)
             values.append(value)
         placeholders = ",".join("?" * len(values))
-        self.con.execute(f"INSERT OR REPLACE INTO evaluations VALUES ({placeholders})", values)
+        self.con.execute(f"INSERT OR REPLACE INTO evaluations ({', '.join(self.EVAL_COLUMNS)}) VALUES ({placeholders})", values)
 
     def stored_workloads(self, solution_id: str, env_id: str, flush_mode: str | None = None) -> set[str]:
         """Workloads this solution already has an evaluation for in this environment. With
