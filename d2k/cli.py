@@ -52,6 +52,19 @@ def _bench(only: list[str] | None = None):
     return Benchmark.load(only=only)
 
 
+def _checked_bench(only: list[str] | None = None):
+    """The content a command runs or judges, refused with the validator's lines if it is invalid
+    (a dependency cycle, an undefined axis, ... must not surface as a traceback mid-run)."""
+    from d2k.content import ContentError, find_root
+    from d2k.validate import validate
+
+    root = find_root()
+    problems, _ = validate(root, only=only)
+    if problems:
+        raise ContentError(problems)
+    return _bench(only)
+
+
 # columns whose values are never cut: ids, names and short values (numbers, statuses); the
 # free-text columns (titles, failures, reasons) wrap instead
 _FREE_TEXT_WIDTH = 16
@@ -198,6 +211,21 @@ def _summary(store, env: dict, solution_ids: list[str], per_workload: bool) -> N
     _print_table(cols, rows, title)
 
 
+def _backend(requested: str) -> str:
+    """The backend to run on; `cuda` on a machine where torch sees no GPU is refused here, before
+    any worker starts."""
+    from d2k.execution.probe import detect_backend
+
+    backend = detect_backend(requested)
+    if backend == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise D2KError("--backend cuda: torch sees no CUDA GPU on this machine (torch.cuda.is_available() "
+                           "is False); use --backend interpreter, or auto")
+    return backend
+
+
 def _run(bench_content, plans, backend: str, command: str, args: dict, db, force: bool, per_workload: bool, timeout: float):
     from d2k.runner import Limits
     from d2k.sweep import run_sweep
@@ -238,8 +266,8 @@ def eval_cmd(
     from d2k.execution.probe import detect_backend
     from d2k.sweep import Plan
 
-    bench = _bench([task])
-    backend = detect_backend(backend)
+    bench = _checked_bench([task])
+    backend = _backend(backend)
     tag = workloads if workloads != "auto" else ("bench" if backend == "cuda" else "smoke")
     selected = bench.select_workloads(task, tag)
     if not selected:
@@ -270,8 +298,8 @@ def bench(
     from d2k.sweep import Plan
 
     only = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
-    bench_content = _bench(only)
-    backend = detect_backend(backend)
+    bench_content = _checked_bench(only)
+    backend = _backend(backend)
     tag = workloads if workloads != "auto" else ("bench" if backend == "cuda" else "smoke")
     plans = []
     for task_id in bench_content.tasks:
@@ -417,14 +445,18 @@ def judge(
     db: Optional[str] = DbOption,
 ):
     """Judge design properties: of a solution's code (static, llm, hybrid) or of a design in prose."""
-    from d2k.judge.run import judge_proposal_text, judge_solution, store_judgement, store_proposal
+    from d2k.judge.run import JUDGES, judge_proposal_text, judge_solution, store_judgement, store_proposal
     from d2k.solutions import Solution, resolve
+
+    if judge_name not in JUDGES:
+        raise D2KError(f"--judge must be one of {', '.join(JUDGES)} (static needs no model; llm and hybrid need "
+                       f"D2K_JUDGE_MODEL or [judge] in d2k.toml), not {judge_name!r}")
 
     target = list(target or [])
     if target[:1] == ["optimize"]:
         from d2k.judge.optimize import optimize
 
-        bench_content = _bench()
+        bench_content = _checked_bench()
         context = _llm_context(bench_content, model, api_base, concurrency)
         with console.status(f"optimizing the {optimize_target} judge with {optimizer}…"):
             record = optimize(bench_content, context.runner, optimize_target, optimizer)
@@ -442,7 +474,7 @@ def judge(
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise D2KError(f"{path} is not a UTF-8 text file") from None
-        bench_content = _bench([task])
+        bench_content = _checked_bench([task])
         context = _llm_context(bench_content, model, api_base, concurrency)
         store = _store(db)
         store.sync_content(bench_content)
@@ -464,7 +496,7 @@ def judge(
         raise D2KError(f"one SOLUTION at a time (got {len(target)} arguments)")
     store = _store(db)
     if all_solutions:
-        bench_content = _bench()
+        bench_content = _checked_bench()
         store.sync_content(bench_content)
         context = _llm_context(bench_content, model, api_base, concurrency) if judge_name != "static" else None
         _, rows = store.query("SELECT solution_id, task_id, label, kind, path, source FROM solutions WHERE kind = 'file' ORDER BY task_id, label")
@@ -486,7 +518,7 @@ def judge(
         return
     if not task:
         raise D2KError("--task is required with a SOLUTION")
-    bench_content = _bench([task])
+    bench_content = _checked_bench([task])
     store.sync_content(bench_content)
     chosen = resolve(bench_content, task, target[0])
     store.add_solution(chosen)
@@ -530,7 +562,7 @@ def judge_eval(
         raise D2KError(f"--gold must be implementation or proposals, not {gold!r}")
     if judge_name not in JUDGES:
         raise D2KError(f"--judge must be one of {', '.join(JUDGES)}, not {judge_name!r}")
-    bench_content = _bench()
+    bench_content = _checked_bench()
     store = _store(db)
     store.sync_content(bench_content)
     context = None
@@ -642,8 +674,8 @@ def experiment_run(
     spec = spec_mod.load(spec_path)
     if executor not in (None, "local", "ray"):
         raise D2KError(f"--executor must be local or ray, not {executor!r}")
-    bench_content = _bench(spec.tasks)
-    chosen_backend = detect_backend(backend or spec.backend)
+    bench_content = _checked_bench(spec.tasks)
+    chosen_backend = _backend(backend or spec.backend)
     judge_context = None
     import os
 

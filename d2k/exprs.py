@@ -33,16 +33,24 @@ _BINARY = {
 }
 
 
+MAX_LENGTH = 1000      # characters of one expression
+MAX_EXPONENT = 256     # |b| of a ** b: sizes never need more, and 10 ** 10 ** 10 would not finish
+
+
 class ExpressionError(ValueError):
     """An expression is malformed or names something that is not bound."""
 
 
 def parse(expr: str) -> ast.Expression:
     """Parse ``expr`` and check that it only uses the allowed constructs."""
+    if len(str(expr)) > MAX_LENGTH:
+        raise ExpressionError(f"{str(expr)[:40]!r}...: longer than {MAX_LENGTH} characters")
     try:
         tree = ast.parse(str(expr), mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"cannot parse {expr!r}: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, nesting too deep
+        raise ExpressionError(f"cannot parse {expr!r}: {type(exc).__name__}") from None
     for node in ast.walk(tree):
         if isinstance(node, (ast.Expression, ast.Load, ast.operator, ast.unaryop)):
             continue
@@ -90,7 +98,10 @@ def evaluate(expr: str | int | float, namespace: dict) -> int | float:
                 raise ExpressionError(f"{expr!r}: unknown name {node.id!r}")
             return namespace[node.id]
         if isinstance(node, ast.BinOp):
-            return _BINARY[type(node.op)](ev(node.left), ev(node.right))
+            left, right = ev(node.left), ev(node.right)
+            if isinstance(node.op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
+                raise ExpressionError(f"{expr!r}: exponent {right} is larger than {MAX_EXPONENT}")
+            return _BINARY[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp):
             value = ev(node.operand)
             return -value if isinstance(node.op, ast.USub) else value
@@ -99,8 +110,15 @@ def evaluate(expr: str | int | float, namespace: dict) -> int | float:
         raise ExpressionError(f"{expr!r}: cannot evaluate {type(node).__name__}")
 
     try:
-        return ev(tree)
+        value = ev(tree)
+    except ExpressionError:
+        raise
     except ZeroDivisionError:
         raise ExpressionError(f"{expr!r}: division by zero") from None
-    except TypeError as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # math domain (sqrt(-1), log2(0)), inf to int
         raise ExpressionError(f"{expr!r}: {exc}") from None
+    except (RecursionError, MemoryError) as exc:
+        raise ExpressionError(f"{expr!r}: {type(exc).__name__}") from None
+    if isinstance(value, complex):  # (-1) ** 0.5
+        raise ExpressionError(f"{expr!r}: the value is not a real number")
+    return value

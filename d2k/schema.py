@@ -7,9 +7,9 @@ field. ``docs/formats.md`` documents the same formats for authors.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from d2k import exprs
 
@@ -23,6 +23,13 @@ DTYPE_BYTES = {
     "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1,
 }
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+# Bounds that catch nonsense before it reaches a GPU: an axis is a size (int32 indexing), a
+# tolerance wider than these accepts wrong results, and a workload's tensors must fit in memory.
+MAX_AXIS = 2**31 - 1
+MAX_ATOL = 1.0
+MAX_RTOL = 0.5
+MAX_ABS_ERROR = 1e4            # above fp8 e5m2's ulp at its top binade (8192)
+MAX_WORKLOAD_BYTES = {"bench": 16 * 2**30, "smoke": 64 * 2**20}   # inputs + outputs, once
 ITEM_PATTERN = re.compile(r"^L([123])\.[A-Za-z][A-Za-z0-9_]*$")
 
 
@@ -113,17 +120,17 @@ class Signature(Strict):
 
 
 class ToleranceFields(Strict):
-    atol: float | None = None
-    rtol: float | None = None
-    matched_ratio: float | None = Field(default=None, gt=0.0, le=1.0)
-    max_abs_error: float | None = None
+    atol: float | None = Field(default=None, ge=0.0, le=MAX_ATOL, allow_inf_nan=False)
+    rtol: float | None = Field(default=None, ge=0.0, le=MAX_RTOL, allow_inf_nan=False)
+    matched_ratio: float | None = Field(default=None, gt=0.0, le=1.0, allow_inf_nan=False)
+    max_abs_error: float | None = Field(default=None, ge=0.0, le=MAX_ABS_ERROR, allow_inf_nan=False)  # 0: bit-exact
 
 
 class Tolerance(Strict):
-    atol: float = Field(ge=0.0)
-    rtol: float = Field(ge=0.0)
-    matched_ratio: float = Field(default=1.0, gt=0.0, le=1.0)
-    max_abs_error: float | None = Field(default=None, gt=0.0)
+    atol: float = Field(ge=0.0, le=MAX_ATOL, allow_inf_nan=False)
+    rtol: float = Field(ge=0.0, le=MAX_RTOL, allow_inf_nan=False)
+    matched_ratio: float = Field(default=1.0, gt=0.0, le=1.0, allow_inf_nan=False)
+    max_abs_error: float | None = Field(default=None, gt=0.0, le=MAX_ABS_ERROR, allow_inf_nan=False)
     outputs: dict[str, ToleranceFields] = Field(default_factory=dict)
     # Applied on top under the CPU interpreter only, for known interpreter defects (e.g. its fp8
     # rounding); keyed by output name. GPU runs never see these.
@@ -198,11 +205,22 @@ class Task(Strict):
         }
 
 
+def _axis_size(value: int) -> int:
+    if value < 1:
+        raise ValueError(f"{value} is not a size: an axis is at least 1")
+    if value > MAX_AXIS:
+        raise ValueError(f"{value} is larger than the bound {MAX_AXIS} (2**31 - 1)")
+    return value
+
+
+AxisSize = Annotated[StrictInt, AfterValidator(_axis_size)]
+
+
 class Workload(Strict):
     id: str
     task: str | None = None
     tag: Literal["bench", "smoke"]
-    axes: dict[str, int]
+    axes: dict[str, AxisSize]
     dtypes: dict[str, str] = Field(default_factory=dict)
     params: dict[str, Any] = Field(default_factory=dict)
     seed: int = 0

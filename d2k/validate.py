@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
 import networkx as nx
 
-from d2k import exprs
+from d2k import exprs, perf
 from d2k.judge.signals import check as signal_check
 from d2k.content import ContentError, Problem, find_root, load_rubric, load_task, load_workloads, task_ids
-from d2k.schema import TORCH_DTYPES, Rubric, Task, Workload
+from d2k.schema import MAX_WORKLOAD_BYTES, TORCH_DTYPES, Rubric, Task, Workload
 
 
 def _functions(path: Path) -> dict[str, ast.FunctionDef] | str:
@@ -56,6 +57,62 @@ def check_modules(root: Path, task: Task) -> list[Problem]:
     return problems
 
 
+def _expression_fields(task: Task) -> list[tuple[str, object]]:
+    """Every expression of task.toml with its field name: shapes, scalar values, formulas."""
+    fields = []
+    for group in ("inputs", "outputs"):
+        for i, spec in enumerate(getattr(task.signature, group)):
+            if spec.scalar:
+                fields.append((f"signature.{group}.{i}.value", spec.value))
+            for dim in spec.shape:
+                fields.append((f"signature.{group}.{i}.shape", dim))
+    for name in ("flops", "bytes"):
+        formula = getattr(task.performance, name)
+        if formula != "auto":
+            fields.append((f"performance.{name}", formula))
+    return fields
+
+
+def _names(expr) -> set[str]:
+    if not isinstance(expr, str):
+        return set()
+    try:
+        return exprs.names(expr)
+    except exprs.ExpressionError:
+        return set()  # the schema reports a malformed expression
+
+
+def undefined_names(task: Task, workloads: list[Workload]) -> list[Problem]:
+    """Names task.toml uses that no workload defines (as an axis or a numeric param): one line on
+    task.toml for each, rather than the same line for every workload."""
+    if not workloads:
+        return []
+    defined = set.union(*[set(w.axes) | {k for k, v in w.params.items() if isinstance(v, (int, float))}
+                          for w in workloads])
+    problems, seen = [], set()
+    for field, expr in _expression_fields(task):
+        for name in sorted(_names(expr) - defined - seen):
+            seen.add(name)
+            problems.append(Problem(f"tasks/{task.id}/task.toml", field,
+                                    f"{name!r} is defined by no workload in workloads/{task.id}.jsonl (axes or params)"))
+    return problems
+
+
+def workload_memory(task: Task, workload: Workload) -> int:
+    """Bytes of the workload's tensors: every input and every returned output, once (in-place
+    outputs are their inputs). The harness holds a few copies; this is the floor."""
+    specs = [*task.signature.inputs, *task.signature.returned]
+    return sum(perf.tensor_bytes(spec, workload) for spec in specs if not spec.scalar)
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g}"
+
+
 def check_workloads(task: Task, workloads: list[Workload]) -> list[Problem]:
     rel = f"workloads/{task.id}.jsonl"
     problems = []
@@ -63,6 +120,9 @@ def check_workloads(task: Task, workloads: list[Workload]) -> list[Problem]:
         problems.append(Problem(rel, "tag", "no smoke workload (the CPU interpreter needs one)"))
     if not any(w.tag == "bench" for w in workloads):
         problems.append(Problem(rel, "tag", "no bench workload"))
+    undefined = undefined_names(task, workloads)
+    if undefined:
+        return problems + undefined  # every workload would fail the same way: task.toml is wrong
     axes_needed = task.axes_used()
     dtype_vars = task.dtype_variables()
     for w in workloads:
@@ -75,6 +135,7 @@ def check_workloads(task: Task, workloads: list[Workload]) -> list[Problem]:
         if missing_dtypes:
             problems.append(Problem(where, "dtypes", f"missing dtype variable {', '.join(missing_dtypes)}"))
         ns = {k: v for k, v in w.params.items() if isinstance(v, (int, float))} | dict(w.axes)
+        shapes_ok = not missing_dtypes
         for spec in [*task.signature.inputs, *task.signature.outputs]:
             try:
                 if spec.scalar:
@@ -83,9 +144,12 @@ def check_workloads(task: Task, workloads: list[Workload]) -> list[Problem]:
                 dims = [exprs.evaluate(d, ns) for d in spec.shape]
             except exprs.ExpressionError as exc:
                 problems.append(Problem(where, spec.name, str(exc)))
+                shapes_ok = False
                 continue
-            if any(not float(d).is_integer() or d < 0 for d in dims):
+            if any(not isinstance(d, (int, float)) or not math.isfinite(d) or not float(d).is_integer() or d < 0
+                   for d in dims):
                 problems.append(Problem(where, spec.name, f"shape {dims} is not made of non-negative integers"))
+                shapes_ok = False
         for formula_name in ("flops", "bytes"):
             formula = getattr(task.performance, formula_name)
             if formula == "auto":
@@ -94,6 +158,16 @@ def check_workloads(task: Task, workloads: list[Workload]) -> list[Problem]:
                 exprs.evaluate(formula, ns)
             except exprs.ExpressionError as exc:
                 problems.append(Problem(where, f"performance.{formula_name}", str(exc)))
+        if shapes_ok:
+            try:
+                memory = workload_memory(task, w)
+            except (exprs.ExpressionError, KeyError, ValueError, OverflowError) as exc:
+                problems.append(Problem(where, "axes", f"cannot size the tensors: {exc}"))
+                continue
+            bound = MAX_WORKLOAD_BYTES[w.tag]
+            if memory > bound:
+                problems.append(Problem(where, "axes", f"the tensors need {_size(memory)} (inputs and outputs once), "
+                                                       f"over the {_size(bound)} bound of a {w.tag} workload"))
     return problems
 
 
@@ -136,14 +210,36 @@ def check_rubric(task_id: str, rubric: Rubric) -> list[Problem]:
     return problems
 
 
-def validate(root: Path | None = None) -> tuple[list[Problem], dict]:
-    """Every problem in the content under ``root``, and counts of what was checked."""
+def _other_workload_ids(root: Path, task_ids_: list[str]) -> dict[str, str]:
+    """Workload ids of tasks not being checked, read leniently (their own problems are not ours)."""
+    seen = {}
+    for task_id in task_ids_:
+        path = root / "workloads" / f"{task_id}.jsonl"
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("id"), str):
+                seen.setdefault(record["id"], f"workloads/{task_id}.jsonl")
+    return seen
+
+
+def validate(root: Path | None = None, only: list[str] | None = None) -> tuple[list[Problem], dict]:
+    """Every problem in the content under ``root``, and counts of what was checked. With ``only``,
+    the problems of those tasks (and their workload ids clashing with any other task's)."""
     root = root or find_root()
     problems: list[Problem] = []
-    ids = task_ids(root)
+    all_ids = task_ids(root)
+    ids = [t for t in all_ids if t in only] if only is not None else all_ids
     stats = {"tasks": 0, "workloads": 0, "bench": 0, "smoke": 0, "items": 0, "edges": 0}
-    if not ids:
+    if not all_ids:
         problems.append(Problem("tasks/", "", "no task found (tasks/<id>/task.toml)"))
+    others = _other_workload_ids(root, [t for t in all_ids if t not in ids]) if only is not None else {}
     seen_workloads: dict[str, str] = {}
     for task_id in ids:
         task = workloads = rubric = None
@@ -171,8 +267,9 @@ def validate(root: Path | None = None) -> tuple[list[Problem], dict]:
             problems.extend(exc.problems)
         if workloads is not None:
             for w in workloads:
-                if w.id in seen_workloads:
-                    problems.append(Problem(f"workloads/{task_id}.jsonl", w.id, f"workload id also used in {seen_workloads[w.id]}"))
+                if w.id in seen_workloads or w.id in others:
+                    problems.append(Problem(f"workloads/{task_id}.jsonl", w.id,
+                                            f"workload id also used in {seen_workloads.get(w.id) or others[w.id]}"))
                 seen_workloads[w.id] = f"workloads/{task_id}.jsonl"
                 stats["workloads"] += 1
                 stats[w.tag] += 1
@@ -180,7 +277,7 @@ def validate(root: Path | None = None) -> tuple[list[Problem], dict]:
                 problems.extend(check_workloads(task, workloads))
     for orphan_dir, suffix in (("workloads", ".jsonl"), ("design_rubrics", ".toml")):
         folder = root / orphan_dir
-        if folder.is_dir():
+        if folder.is_dir() and only is None:
             for path in sorted(folder.glob(f"*{suffix}")):
                 if path.name.removesuffix(suffix) not in ids:
                     problems.append(Problem(f"{orphan_dir}/{path.name}", "", "no task folder of that id"))
