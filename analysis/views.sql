@@ -113,7 +113,7 @@ WITH runs AS (
 )
 SELECT v.task_id, v.solution_id, s.label AS solution, v.item_id, d.level, d.title, d.weight, v.judge, v.judge_version,
        v.model, v.verdict,
-       CASE v.verdict WHEN 'implemented' THEN 1.0 WHEN 'partial' THEN 0.5 WHEN 'missing' THEN 0.0 END AS credit,
+       CAST(CASE v.verdict WHEN 'implemented' THEN 1 WHEN 'partial' THEN 0.5 WHEN 'missing' THEN 0 END AS DOUBLE) AS credit,
        v.strength, v.reason, v.evidence, v.created_at
 FROM verdicts v
 JOIN runs r ON r.solution_id = v.solution_id AND r.judge = v.judge AND r.judge_version = v.judge_version
@@ -411,8 +411,10 @@ FROM counts;
 -- many judged submissions implement (or partly) the item while the prerequisite is missing.
 CREATE OR REPLACE VIEW v_prerequisite_gap_summary AS
 WITH judged AS (
-    SELECT experiment, condition, task_id, count(DISTINCT submission_id) AS submissions
-    FROM v_attempts WHERE submission_id IS NOT NULL GROUP BY ALL
+    SELECT a.experiment, a.condition, a.task_id, count(DISTINCT a.submission_id) AS submissions
+    FROM v_attempts a
+    SEMI JOIN v_item_verdicts v ON v.solution_id = a.submission_id AND v.judge = a.implementation_judge
+    GROUP BY ALL
 )
 SELECT a.experiment, a.condition, g.task_id, g.level, g.item_id, g.prerequisite_level, g.prerequisite,
        count(DISTINCT g.solution_id) AS submissions_with_gap, any_value(j.submissions) AS judged_submissions
