@@ -608,11 +608,14 @@ def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files of 
         bench_content = _bench()
     except D2KError:
         bench_content = None
-    for path in files:
-        counts = ingest_file(store, bench_content, path)
-        console.print(f"{path}: " + (", ".join(f"{v} {k}(s)" for k, v in counts.items() if v) or "nothing new"),
-                      markup=False, highlight=False)
-    store.close()
+    try:
+        for path in files:  # each file whole or not at all; the first bad one stops here
+            counts = ingest_file(store, bench_content, path)
+            added = ", ".join(f"{v} {k}(s)" for k, v in counts.items() if v and k != "unchanged") or "nothing new"
+            unchanged = f" ({counts['unchanged']} record(s) already stored)" if counts.get("unchanged") else ""
+            console.print(f"{path}: {added}{unchanged}", markup=False, highlight=False, soft_wrap=True)
+    finally:
+        store.close()
 
 
 @app.command()

@@ -69,7 +69,7 @@ def _pydantic_problems(exc: ValidationError, path: str, prefix: str = "") -> lis
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
         where = f"{prefix}.{loc}" if prefix and loc else (prefix or loc)
-        message = err["msg"].removeprefix("Value error, ")
+        message = " ".join(str(err["msg"]).removeprefix("Value error, ").split())
         problems.append(Problem(path, where, message))
     return problems
 
@@ -80,7 +80,11 @@ def _read_toml(path: Path, root: Path) -> dict:
     except FileNotFoundError:
         raise ContentError([Problem(_relative(path, root), "", "file not found")]) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ContentError([Problem(_relative(path, root), "", f"invalid TOML: {exc}")]) from None
+        raise ContentError([Problem(_relative(path, root), "", f"invalid TOML: {' '.join(str(exc).split())}")]) from None
+    except RecursionError:
+        raise ContentError([Problem(_relative(path, root), "", "invalid TOML: nested too deeply")]) from None
+    except OSError as exc:
+        raise ContentError([Problem(_relative(path, root), "", f"cannot read: {exc.strerror or exc}")]) from None
 
 
 def load_task(root: Path, task_id: str) -> Task:
@@ -98,13 +102,25 @@ def load_workloads(root: Path, task_id: str) -> list[Workload]:
     if not path.is_file():
         raise ContentError([Problem(rel, "", "file not found")])
     workloads, problems = [], []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ContentError([Problem(f"{rel}:{line}", "", "not UTF-8 text")]) from None
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             problems.append(Problem(f"{rel}:{lineno}", "", f"invalid JSON: {exc.msg}"))
+            continue
+        except RecursionError:
+            problems.append(Problem(f"{rel}:{lineno}", "", "invalid JSON: nested too deeply"))
+            continue
+        if not isinstance(record, dict):
+            problems.append(Problem(f"{rel}:{lineno}", "", "not a JSON object (one workload per line)"))
             continue
         try:
             workload = Workload.model_validate(record)
@@ -134,7 +150,7 @@ def load_rubric(root: Path, task_id: str) -> Rubric:
                 items = data.get("items") or []
                 if loc[1] < len(items) and isinstance(items[loc[1]], dict) and "id" in items[loc[1]]:
                     loc[1] = items[loc[1]]["id"]
-            problems.append(Problem(rel, ".".join(str(p) for p in loc), err["msg"].removeprefix("Value error, ")))
+            problems.append(Problem(rel, ".".join(str(p) for p in loc), " ".join(str(err["msg"]).removeprefix("Value error, ").split())))
         raise ContentError(problems) from None
 
 

@@ -217,7 +217,7 @@ AxisSize = Annotated[StrictInt, AfterValidator(_axis_size)]
 
 
 class Workload(Strict):
-    id: str
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$", max_length=200)
     task: str | None = None
     tag: Literal["bench", "smoke"]
     axes: dict[str, AxisSize]

@@ -43,6 +43,36 @@ class ToolError(Exception):
     pass
 
 
+def _error(message: str) -> str:
+    """The tool message of a refused call: one line (the agent reads it; a log shows it)."""
+    return json.dumps({"error": " ".join(str(message).split())})
+
+
+def _kind(value) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
+            dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def check_arguments(name: str, args: dict) -> None:
+    """The arguments against the tool's JSON schema: every refusal names the tool and the argument."""
+    params = next(s for s in SCHEMAS if s["function"]["name"] == name)["function"]["parameters"]
+    unknown = sorted(set(args) - set(params["properties"]))
+    if unknown:
+        shown = ", ".join(repr(u[:40]) for u in unknown[:5])
+        raise ToolError(f"unknown argument(s) {shown} for {name}; it takes {', '.join(params['properties']) or 'none'}")
+    for required in params["required"]:
+        if required not in args:
+            raise ToolError(f"{name}: argument {required!r} is missing")
+    for arg, value in args.items():
+        prop = params["properties"][arg]
+        if prop.get("type") == "string" and not isinstance(value, str):
+            raise ToolError(f"{name}: argument {arg!r} must be a string, not {_kind(value)}")
+        if "enum" in prop and value not in prop["enum"]:
+            raise ToolError(f"{name}: argument {arg!r} must be one of {', '.join(prop['enum'])}, not {str(value)[:40]!r}")
+
+
 @dataclass
 class ToolState:
     written: list[str] = field(default_factory=list)      # solution paths in write order
@@ -65,24 +95,29 @@ class Tools:
             try:
                 args = json.loads(raw_arguments or "{}")
             except json.JSONDecodeError as exc:
-                raise ToolError(f"the arguments are not valid JSON ({exc.msg} at position {exc.pos})") from None
+                raise ToolError(f"{name}: the arguments are not valid JSON ({exc.msg} at position {exc.pos})") from None
+            except RecursionError:
+                raise ToolError(f"{name}: the arguments are not valid JSON (nested too deeply)") from None
             if not isinstance(args, dict):
-                raise ToolError("the arguments must be a JSON object")
-            allowed = set(next(s for s in SCHEMAS if s["function"]["name"] == name)["function"]["parameters"]["properties"])
-            unknown = set(args) - allowed
-            if unknown:
-                raise ToolError(f"unknown argument(s) {', '.join(sorted(unknown))} for {name}")
+                raise ToolError(f"{name}: the arguments must be a JSON object, not {_kind(args)}")
+            check_arguments(name, args)
             result = getattr(self, f"_{name}")(**args)
             text = result if isinstance(result, str) else json.dumps(result, indent=1, default=str)
             if len(text) > MAX_RESULT_CHARS:
                 text = text[:MAX_RESULT_CHARS] + f"\n... ({len(text) - MAX_RESULT_CHARS} more characters cut)"
             return True, text
         except TypeError as exc:
-            return False, json.dumps({"error": f"bad arguments for {name}: {exc}"})
+            return False, _error(f"bad arguments for {name}: {exc}")
         except (ToolError, WorkspaceError) as exc:
-            return False, json.dumps({"error": str(exc)})
+            message = str(exc)
+            return False, _error(message if message.startswith(f"{name}: ") or name not in NAMES else f"{name}: {message}")
+        except OSError as exc:  # a path the file system refuses (too long, a directory, ...)
+            return False, _error(f"{name}: argument 'path': {exc.strerror or type(exc).__name__}")
+        except UnicodeError as exc:
+            arg = "content" if name == "write_file" else "path"
+            return False, _error(f"{name}: argument {arg!r}: not valid Unicode text ({type(exc).__name__})")
         except Exception as exc:  # the harness's own failure must not end the attempt
-            return False, json.dumps({"error": f"{type(exc).__name__}: {str(exc)[:500]}"})
+            return False, _error(f"{name}: {type(exc).__name__}: {str(exc)[:500]}")
 
     # -- the tools ------------------------------------------------------------------------------
     def _list_files(self):

@@ -74,19 +74,25 @@ class ExperimentSpec(BaseModel):
 
 
 def load(path: Path) -> ExperimentSpec:
+    """The spec, or a one-line D2KError naming the file and the field."""
     if not path.is_file():
         raise D2KError(f"experiment spec not found: {path}")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise D2KError(f"{path}: invalid TOML: {exc}") from None
+        raise D2KError(f"{path}: invalid TOML: {' '.join(str(exc).split())}") from None
+    except UnicodeDecodeError:
+        raise D2KError(f"{path}: not UTF-8 text (a binary file?)") from None
+    except OSError as exc:
+        raise D2KError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise D2KError(f"{path}: {where}: {first['msg']}" + (f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else "")) from None
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        message = " ".join(first["msg"].removeprefix("Value error, ").split())
+        raise D2KError(f"{path}: {where}: {message}" + (f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else "")) from None
     names = [m.name for m in spec.models]
     if len(set(names)) != len(names):
-        raise D2KError(f"{path}: model names must be unique")
+        raise D2KError(f"{path}: models.name: model names must be unique")
     return spec
