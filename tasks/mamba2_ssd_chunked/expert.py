@@ -33,11 +33,34 @@ import triton
 import triton.language as tl
 
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
-CHUNK = 256
+# 256-token chunks on the GPU (Mamba-2's default); the CPU interpreter's smoke runs use 32 so a
+# 40-token prompt already spans two chunks (same code, only the constexpr differs).
+CHUNK = 32 if _INTERPRET else 256
 
 
-def _configs(gpu, interp):
-    return [triton.Config(c, num_warps=w, num_stages=s) for c, w, s in (interp if _INTERPRET else gpu)]
+# Tile configs per kernel (the interpreter cannot benchmark configs: it gets the first one only).
+_BMM_CONFIGS = [
+    triton.Config({"BLOCK_M": 64, "BLOCK_K": 64, "BLOCK_DS": 64}, num_warps=4, num_stages=3),
+    triton.Config({"BLOCK_M": 128, "BLOCK_K": 64, "BLOCK_DS": 64}, num_warps=4, num_stages=3),
+    triton.Config({"BLOCK_M": 64, "BLOCK_K": 64, "BLOCK_DS": 32}, num_warps=4, num_stages=4),
+]
+_PASS_CONFIGS = [
+    triton.Config({"BLOCK_P": 64, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=4, num_stages=3),
+    triton.Config({"BLOCK_P": 64, "BLOCK_N": 32, "BLOCK_K": 64}, num_warps=4, num_stages=3),
+    triton.Config({"BLOCK_P": 32, "BLOCK_N": 64, "BLOCK_K": 64}, num_warps=4, num_stages=3),
+    triton.Config({"BLOCK_P": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=4, num_stages=4),
+]
+_SCAN_CONFIGS = [
+    triton.Config({"BLOCK_M": 64, "BLOCK_P": 64, "BLOCK_K": 64, "BLOCK_DS": 64}, num_warps=4, num_stages=3),
+    triton.Config({"BLOCK_M": 128, "BLOCK_P": 64, "BLOCK_K": 64, "BLOCK_DS": 64}, num_warps=8, num_stages=3),
+    triton.Config({"BLOCK_M": 64, "BLOCK_P": 64, "BLOCK_K": 32, "BLOCK_DS": 64}, num_warps=4, num_stages=4),
+    triton.Config({"BLOCK_M": 128, "BLOCK_P": 64, "BLOCK_K": 32, "BLOCK_DS": 32}, num_warps=4, num_stages=3),
+]
+if _INTERPRET:
+    _BMM_CONFIGS = [triton.Config({"BLOCK_M": 32, "BLOCK_K": 32, "BLOCK_DS": 32}, num_warps=4, num_stages=2)]
+    _PASS_CONFIGS = [triton.Config({"BLOCK_P": 32, "BLOCK_N": 32, "BLOCK_K": 16}, num_warps=4, num_stages=2)]
+    _SCAN_CONFIGS = [triton.Config({"BLOCK_M": 16, "BLOCK_P": 32, "BLOCK_K": 16, "BLOCK_DS": 32},
+                                   num_warps=4, num_stages=2)]
 
 
 @triton.jit
@@ -76,10 +99,7 @@ def _ssd_chunk_cumsum(DT, DT_BIAS, A, DT_OUT, CS_OUT, L, H, nchunks,
 
 
 @triton.autotune(
-    configs=_configs(gpu=[({"BLOCK_M": 64, "BLOCK_K": 64, "BLOCK_DS": 64}, 4, 3),
-                          ({"BLOCK_M": 128, "BLOCK_K": 64, "BLOCK_DS": 64}, 4, 3),
-                          ({"BLOCK_M": 64, "BLOCK_K": 64, "BLOCK_DS": 32}, 4, 4)],
-                     interp=[({"BLOCK_M": 64, "BLOCK_K": 64, "BLOCK_DS": 32}, 4, 2)]),
+    configs=_BMM_CONFIGS,
     key=["chunk_size", "dstate"],
 )
 @triton.jit
@@ -100,6 +120,8 @@ def _ssd_bmm_chunk(C, B, CB, L, G, nchunks,
     bc = pid_bcg // G
     b = bc // nchunks
     c = bc % nchunks
+    if c * chunk_size + pid_m * BLOCK_M >= L:
+        return  # rows past the end of the last (partial) chunk are never read
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_k = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
     tm = c * chunk_size + offs_m
@@ -118,11 +140,7 @@ def _ssd_bmm_chunk(C, B, CB, L, G, nchunks,
 
 
 @triton.autotune(
-    configs=_configs(gpu=[({"BLOCK_P": 64, "BLOCK_N": 64, "BLOCK_K": 64}, 4, 3),
-                          ({"BLOCK_P": 64, "BLOCK_N": 32, "BLOCK_K": 64}, 4, 3),
-                          ({"BLOCK_P": 32, "BLOCK_N": 64, "BLOCK_K": 64}, 4, 3),
-                          ({"BLOCK_P": 64, "BLOCK_N": 64, "BLOCK_K": 32}, 4, 4)],
-                     interp=[({"BLOCK_P": 32, "BLOCK_N": 32, "BLOCK_K": 64}, 4, 2)]),
+    configs=_PASS_CONFIGS,
     key=["chunk_size", "hdim", "dstate", "batch"],
 )
 @triton.jit
@@ -151,7 +169,8 @@ def _ssd_state_passing(X, B, DT_C, CS_C, PREV, FINAL, batch, L, H, nchunks, nhea
         tl.store(prev + tile, state.to(PREV.dtype.element_ty), mask=mask_pn)
         cs_last = tl.load(CS_C + dcs + c * chunk_size + chunk_size - 1)
         state = state * tl.exp(cs_last)
-        for k0 in range(0, chunk_size, BLOCK_K):
+        chunk_len = tl.minimum(chunk_size, L - c * chunk_size)
+        for k0 in range(0, chunk_len, BLOCK_K):
             offs_k = k0 + tl.arange(0, BLOCK_K)
             t = c * chunk_size + offs_k
             mask_t = t < L
@@ -168,11 +187,7 @@ def _ssd_state_passing(X, B, DT_C, CS_C, PREV, FINAL, batch, L, H, nchunks, nhea
 
 
 @triton.autotune(
-    configs=_configs(gpu=[({"BLOCK_M": 64, "BLOCK_P": 64, "BLOCK_K": 64, "BLOCK_DS": 64}, 4, 3),
-                          ({"BLOCK_M": 128, "BLOCK_P": 64, "BLOCK_K": 64, "BLOCK_DS": 64}, 8, 3),
-                          ({"BLOCK_M": 64, "BLOCK_P": 64, "BLOCK_K": 32, "BLOCK_DS": 64}, 4, 4),
-                          ({"BLOCK_M": 128, "BLOCK_P": 64, "BLOCK_K": 32, "BLOCK_DS": 32}, 4, 3)],
-                     interp=[({"BLOCK_M": 64, "BLOCK_P": 32, "BLOCK_K": 32, "BLOCK_DS": 32}, 4, 2)]),
+    configs=_SCAN_CONFIGS,
     key=["chunk_size", "hdim", "dstate"],
 )
 @triton.jit
@@ -197,6 +212,8 @@ def _ssd_chunk_scan(X, C, CB, DT_C, CS_C, PREV, D, Y, L, H, nchunks, nheads_ngro
     offs_p = (pid_mp % num_p) * BLOCK_P + tl.arange(0, BLOCK_P)
     mask_p = offs_p < hdim
     chunk_len = tl.minimum(chunk_size, L - c * chunk_size)
+    if pid_m * BLOCK_M >= chunk_len:
+        return  # a row tile wholly past the end of the last (partial) chunk
     tm = c * chunk_size + offs_m
     mask_m = offs_m < chunk_len
     dcs = (b * H + h).to(tl.int64) * nchunks * chunk_size + c * chunk_size
