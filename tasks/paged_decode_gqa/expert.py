@@ -190,8 +190,9 @@ def _configs():
         return [triton.Config({"BLOCK_N": 16}, num_warps=4, num_stages=1)]
     # 64-token tiles: K + V = 32 KB a stage at D = 128; 2-3 stages keep 64-96 KB in flight per
     # program, two programs per SM
-    return [triton.Config({"BLOCK_N": bn}, num_warps=4, num_stages=s)
-            for bn, s in [(64, 2), (64, 3), (32, 4)]]
+    return [triton.Config({"BLOCK_N": 64}, num_warps=4, num_stages=2),
+            triton.Config({"BLOCK_N": 64}, num_warps=4, num_stages=3),
+            triton.Config({"BLOCK_N": 32}, num_warps=4, num_stages=4)]
 
 
 _chunk_kernel_tuned = triton.autotune(
