@@ -216,7 +216,8 @@ GROUP BY ALL;
 --                    passed and timed; the GPU environment that timed the most of them), only when
 --                    the attempt is correct: an incorrect attempt has no speedup;
 --   implementation_score        dependency-aware score (0-100) of the experiment's judge
---                               (v_experiment_judge); 0 for an attempt with no submission;
+--                               (v_experiment_judge); 0 for a done attempt without a score (no
+--                               submission, or code the judge could not analyse: no kernel);
 --   implementation_score_plain  the level-mean score of the same judge, same rule;
 --   implementation_score_judged the dependency-aware score of judged submissions only (no 0s).
 CREATE OR REPLACE VIEW v_attempts AS
@@ -252,7 +253,7 @@ WITH subs AS (
     SELECT proposal_id, combined FROM proposal_scores
     QUALIFY row_number() OVER (PARTITION BY proposal_id ORDER BY created_at DESC) = 1
 )
-SELECT x.name AS experiment, a.attempt_id, a.model, a.task_id, a.condition, a.seed, a.status, a.agent_status,
+SELECT x.name AS experiment, (SELECT count(*) > 0 FROM meta WHERE key = 'demo') AS demo, a.attempt_id, a.model, a.task_id, a.condition, a.seed, a.status, a.agent_status,
        a.submission_choice, a.turns, a.prompt_tokens, a.completion_tokens, a.submission_id, a.proposal_id,
        a.status = 'failed' AS harness_failed,
        a.status IN ('finished', 'failed') AS done,
@@ -261,8 +262,8 @@ SELECT x.name AS experiment, a.attempt_id, a.model, a.task_id, a.condition, a.se
        env.gpu_name,
        CASE WHEN correct AND g.timed = g.bench_workloads THEN g.speedup END AS geomean_speedup,
        ej.judge AS implementation_judge,
-       CASE WHEN a.submission_id IS NULL AND done THEN 0.0 ELSE js.dependency_aware END AS implementation_score,
-       CASE WHEN a.submission_id IS NULL AND done THEN 0.0 ELSE js.combined END AS implementation_score_plain,
+       CASE WHEN done THEN coalesce(js.dependency_aware, 0.0) END AS implementation_score,
+       CASE WHEN done THEN coalesce(js.combined, 0.0) END AS implementation_score_plain,
        js.dependency_aware AS implementation_score_judged,
        st.dependency_aware AS static_score, st.combined AS static_score_plain,
        cv.combined AS design_coverage
@@ -299,7 +300,8 @@ SELECT experiment, model, task_id, condition,
        avg(implementation_score_plain) FILTER (WHERE done) AS implementation_score_plain,
        avg(implementation_score_judged) AS implementation_score_judged,
        any_value(implementation_judge) AS implementation_judge,
-       avg(design_coverage) AS design_coverage
+       avg(design_coverage) AS design_coverage,
+       bool_or(demo) AS demo
 FROM v_attempts
 GROUP BY ALL;
 
@@ -350,7 +352,7 @@ WITH always_correct AS (
     UNION ALL
     SELECT '(all models)' AS scope, true AS pooled, * FROM o
 )
-SELECT experiment, scope AS model, pooled, condition,
+SELECT experiment, scope AS model, pooled, condition, bool_or(demo) AS demo,
        count(DISTINCT model) AS models,
        count(DISTINCT task_id) AS tasks,
        sum(attempts) AS attempts, sum(harness_failed) AS harness_failed, sum(unfinished) AS unfinished,

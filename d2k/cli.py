@@ -644,6 +644,93 @@ def report(
                   f"{sum(1 for r in results if r.figure)} figure(s))")
 
 
+@app.command()
+def analyze(
+    boot: int = typer.Option(2000, "--boot", help="Bootstrap resamples over tasks."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the resampling."),
+    judge_name: str = typer.Option("static", "--judge", help="Judge whose verdicts the attribution uses."),
+    db: Optional[str] = DbOption,
+):
+    """Bootstrap intervals, the paired guidance test and the speedup attribution, stored in analysis_* tables."""
+    from d2k.analysis import analyze as run_analysis
+
+    if boot < 10:
+        raise D2KError(f"--boot must be at least 10, not {boot}")
+    store = _existing_store(db, read_only=False)
+    try:
+        with console.status("bootstrapping over tasks, fitting the attribution…"):
+            counts = run_analysis(store, n_boot=boot, seed=seed, judge=judge_name)
+    finally:
+        store.close()
+    console.print(f"stored {counts['bootstrap']} bootstrap row(s) and {counts['attribution']} attribution row(s) "
+                  f"(views version {counts['views_version']})", highlight=False)
+
+
+@app.command()
+def export(
+    format: str = typer.Option("parquet", "--format", help="parquet | csv."),
+    out: Path = typer.Option(Path("d2k-export"), "--out", help="Folder for one file per table and view."),
+    only: Optional[str] = typer.Option(None, "--only", help="Comma-separated tables and views (default: all)."),
+    list_only: bool = typer.Option(False, "--list", help="List the tables and views, write nothing."),
+    db: Optional[str] = DbOption,
+):
+    """Write the store's tables and metric views (v_*) to Parquet or CSV files, one per name."""
+    from d2k.content import find_root
+    from d2k.export import export as run_export
+    from d2k.export import list_names
+    from d2k.store import default_path
+
+    path = str(db or default_path())
+    try:
+        views = find_root() / "analysis" / "views.sql"
+    except D2KError:
+        views = None
+    if list_only:
+        tables, view_names = list_names(path, views)
+        console.print("tables: " + ", ".join(tables), highlight=False, soft_wrap=True)
+        console.print("views: " + ", ".join(view_names), highlight=False, soft_wrap=True)
+        return
+    names = [n.strip() for n in only.split(",") if n.strip()] if only else None
+    written, version = run_export(path, out, format, names, views)
+    rows = sum(n for _, _, n in written)
+    console.print(f"wrote {len(written)} {format} file(s), {rows} row(s), to {out} (views version {version})",
+                  highlight=False)
+
+
+@app.command()
+def demo(
+    out: Path = typer.Option(Path("d2k-demo"), "--out", help="Folder for the demo store, its work files and report."),
+    db: Optional[Path] = typer.Option(None, "--db", help="The demo store (default: OUT/demo.duckdb); an existing "
+                                      "file is replaced only if it is a demo store."),
+    report_too: bool = typer.Option(True, "--report/--no-report", help="Also write OUT/report/index.html."),
+):
+    """Build a demo store offline: a scripted model and judge run a small paired experiment (flagged as a demo)."""
+    from d2k.demo import build
+
+    progress = RichProgress("demo experiment")
+    try:
+        made = build(out, db, progress=progress)
+    finally:
+        progress.stop()
+    counts = made["counts"]
+    console.print(f"demo store: {made['store']} ({counts['finished']} attempts finished, {counts['failed']} failed "
+                  f"in the harness on purpose; {made['requests']} scripted requests; {made['seconds']:.0f} s)",
+                  highlight=False)
+    if report_too:
+        from d2k.content import find_root
+        from d2k.report import build as build_report
+        from d2k.report import write
+        from d2k.store import Store
+
+        store = Store(made["store"], read_only=True)
+        try:
+            results = build_report(store, find_root())
+        finally:
+            store.close()
+        page = write(results, out / "report", str(made["store"]))
+        console.print(f"demo report: {page}", highlight=False)
+
+
 experiment_app = typer.Typer(help="Paired agent experiments: run a spec, follow its progress.")
 app.add_typer(experiment_app, name="experiment")
 
