@@ -16,7 +16,7 @@ DEFAULT_TIMING = {
     "flush_factor": 2.0,      # L2 flush buffer = this x the device's L2
     "flush_mode": "write",    # write (zero the buffer, like do_bench) or read (sum it: L2 left clean)
     "rotate_bytes": 2e9,      # rotating input sets: 2 to 8 sets within this many bytes
-    "interpreter_reps": 2,
+    "interpreter_reps": 4,     # two input sets: calls 2 and 3 reuse them (a result cache shows)
     "interpreter_budget_s": 5.0,
 }
 

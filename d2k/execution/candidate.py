@@ -139,7 +139,10 @@ class Candidate:
 
         inputs = self.wire.unpack(cmd["inputs"], blobs, self.device)
         mutated = cmd.get("mutated", [])
-        before = self.wire.pack({k: v for k, v in inputs.items() if isinstance(v, torch.Tensor) and k not in mutated})
+        # private copies of the bytes of every input the op must not write (on the CPU the byte view
+        # would share the tensor's memory)
+        before = {k: self.wire.tensor_bytes(v).copy() for k, v in inputs.items()
+                  if isinstance(v, torch.Tensor) and k not in mutated}
         launches = LAUNCHES["triton"]
         result = self.fn(**inputs)
         self.sync()
@@ -147,8 +150,7 @@ class Candidate:
         metas, out_blobs, facts = self.outputs(result, inputs, cmd.get("returned", []), mutated)
         if "error" in facts:
             return {"ok": False, "kind": "output", "reason": facts["error"]}, []
-        after = self.wire.pack({k: inputs[k] for k in (m["name"] for m in before[0])})
-        facts["modified_inputs"] = [m["name"] for m, x, y in zip(before[0], before[1], after[1]) if bytes(x) != bytes(y)]
+        facts["modified_inputs"] = [k for k, old in before.items() if bytes(old) != bytes(self.wire.tensor_bytes(inputs[k]))]
         facts["triton_launches"] = LAUNCHES["triton"] - launches
         return {"ok": True, "outputs": metas, "facts": facts}, out_blobs
 
