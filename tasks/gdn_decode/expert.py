@@ -36,7 +36,8 @@ import triton.language as tl
 
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
-MAX_BV = 32              # state rows per program for large batches
+MAX_BV = 64 if _INTERPRET else 32   # state rows per program for large batches (the CPU
+                                    # interpreter pays per program: fewer, larger tiles there)
 MIN_BV = 4
 PROGS_PER_SM = 4         # shrink BV until the grid has this many programs per SM
 
@@ -50,7 +51,7 @@ def _gdn_decode_kernel(
     stride_an,                       # a and b share strides ([B, 1, HV])
     stride_ss, stride_sh, stride_sv, # the state pool [NS, HV, V, K], K contiguous
     K: tl.constexpr, V: tl.constexpr, HV: tl.constexpr, GROUP: tl.constexpr,
-    BK: tl.constexpr, BV: tl.constexpr, EVEN_K: tl.constexpr, EVEN_V: tl.constexpr,
+    BK: tl.constexpr, BV: tl.constexpr,
 ):
     """Program (n * HV + h) * n_vblk + j: rows [j * BV, j * BV + BV) of the state of sequence
     n, value head h: decay, delta-rule update and output, the tile read and written once."""
@@ -70,26 +71,18 @@ def _gdn_decode_kernel(
     slot = tl.load(IDX + i_n).to(tl.int64)
     s_ptr = (S + slot * stride_ss + i_hv * stride_sh
              + offs_v[:, None].to(tl.int64) * stride_sv + offs_k[None, :])
-    if EVEN_K and EVEN_V:
-        h = tl.load(s_ptr)
-    else:
-        h = tl.load(s_ptr, mask=mask_v[:, None] & mask_k[None, :], other=0.0)
+    mask_s = mask_v[:, None] & mask_k[None, :]      # constant along K: keeps 16-byte vectors
+    h = tl.load(s_ptr, mask=mask_s, other=0.0)
 
     qk_off = i_n * stride_qn + i_h * stride_qh + offs_k
-    if EVEN_K:
-        q = tl.load(Q + qk_off).to(tl.float32)
-        k = tl.load(Kt + qk_off).to(tl.float32)
-    else:
-        q = tl.load(Q + qk_off, mask=mask_k, other=0.0).to(tl.float32)
-        k = tl.load(Kt + qk_off, mask=mask_k, other=0.0).to(tl.float32)
+    q = tl.load(Q + qk_off, mask=mask_k, other=0.0).to(tl.float32)
+    k = tl.load(Kt + qk_off, mask=mask_k, other=0.0).to(tl.float32)
     v_off = i_n * stride_vn + i_hv * stride_vh + offs_v
-    if EVEN_V:
-        v = tl.load(Vt + v_off).to(tl.float32)
-    else:
-        v = tl.load(Vt + v_off, mask=mask_v, other=0.0).to(tl.float32)
+    v = tl.load(Vt + v_off, mask=mask_v, other=0.0).to(tl.float32)
 
     # gates: g = -exp(A_log) * softplus(a + dt_bias) (log-space decay), beta = sigmoid(b)
-    x = tl.load(Ag + i_n * stride_an + i_hv).to(tl.float32) + tl.load(DT_BIAS + i_hv).to(tl.float32)
+    x = (tl.load(Ag + i_n * stride_an + i_hv).to(tl.float32)
+         + tl.load(DT_BIAS + i_hv).to(tl.float32))
     softplus = tl.where(x > 20.0, x, tl.log(1.0 + tl.exp(tl.minimum(x, 20.0))))
     decay = tl.exp(-tl.exp(tl.load(A_LOG + i_hv).to(tl.float32)) * softplus)
     beta = tl.sigmoid(tl.load(Bg + i_n * stride_an + i_hv).to(tl.float32))
@@ -105,12 +98,8 @@ def _gdn_decode_kernel(
     h = h + vn[:, None] * k[None, :]
     o = tl.sum(h * q[None, :], axis=1)                  # scale already in q
 
-    if EVEN_K and EVEN_V:
-        tl.store(s_ptr, h)                              # in place, the same slot
-        tl.store(O + v_off, o.to(O.dtype.element_ty))
-    else:
-        tl.store(s_ptr, h, mask=mask_v[:, None] & mask_k[None, :])
-        tl.store(O + v_off, o.to(O.dtype.element_ty), mask=mask_v)
+    tl.store(s_ptr, h, mask=mask_s)                     # in place, the same slot
+    tl.store(O + v_off, o.to(O.dtype.element_ty), mask=mask_v)
 
 
 _n_sm = {}
@@ -147,7 +136,6 @@ def run(q, k, v, state, state_indices, A_log, a, dt_bias, b, scale):
         float(scale), n_vblk,
         q.stride(0), q.stride(2), v.stride(0), v.stride(2), a.stride(0),
         state.stride(0), state.stride(1), state.stride(2),
-        K=K, V=V, HV=HV, GROUP=HV // HQK, BK=BK, BV=bv,
-        EVEN_K=BK == K, EVEN_V=V % bv == 0, num_warps=num_warps,
+        K=K, V=V, HV=HV, GROUP=HV // HQK, BK=BK, BV=bv, num_warps=num_warps,
     )
     return o
