@@ -494,9 +494,9 @@ def judge(
         raise D2KError("give either a SOLUTION (with --task), `proposal DESIGN.md --task T`, `optimize`, or --all")
     if len(target) > 1:
         raise D2KError(f"one SOLUTION at a time (got {len(target)} arguments)")
-    store = _store(db)
     if all_solutions:
         bench_content = _checked_bench()
+        store = _store(db)
         store.sync_content(bench_content)
         context = _llm_context(bench_content, model, api_base, concurrency) if judge_name != "static" else None
         _, rows = store.query("SELECT solution_id, task_id, label, kind, path, source FROM solutions WHERE kind = 'file' ORDER BY task_id, label")
@@ -519,8 +519,9 @@ def judge(
     if not task:
         raise D2KError("--task is required with a SOLUTION")
     bench_content = _checked_bench([task])
-    store.sync_content(bench_content)
     chosen = resolve(bench_content, task, target[0])
+    store = _store(db)
+    store.sync_content(bench_content)
     store.add_solution(chosen)
     context = _llm_context(bench_content, model, api_base, concurrency) if judge_name != "static" else None
     result = judge_solution(bench_content, chosen, judge_name, context, store, force)
@@ -625,7 +626,7 @@ def report(
 ):
     """Write the benchmark report: every metric of the store as tables and figures in one HTML page."""
     from d2k.content import find_root
-    from d2k.report import SECTIONS, build, write
+    from d2k.report import SECTIONS, build, store_labels, write
 
     store = _existing_store(db)
     try:
@@ -633,10 +634,11 @@ def report(
                       console=err_console, transient=True) as progress:
             bar = progress.add_task("report", total=len(SECTIONS), current="")
             results = build(store, find_root(), lambda name: progress.update(bar, advance=1, current=name))
+            labels = store_labels(store)
     finally:
         store.close()
     try:
-        page = write(results, out, store.path)
+        page = write(results, out, store.path, labels)
     except OSError as exc:
         raise D2KError(f"cannot write the report to {out}: {exc.strerror or exc}") from None
     filled = sum(1 for r in results if r.rows)
@@ -718,16 +720,14 @@ def demo(
                   highlight=False)
     if report_too:
         from d2k.content import find_root
-        from d2k.report import build as build_report
-        from d2k.report import write
+        from d2k.report import report as write_report
         from d2k.store import Store
 
         store = Store(made["store"], read_only=True)
         try:
-            results = build_report(store, find_root())
+            page, _ = write_report(store, find_root(), out / "report")
         finally:
             store.close()
-        page = write(results, out / "report", str(made["store"]))
         console.print(f"demo report: {page}", highlight=False)
 
 
@@ -850,7 +850,7 @@ def _usage_message(exc) -> str:
 def main() -> None:
     usage_errors = _usage_error_types()
     try:
-        code = app(standalone_mode=False)  # click returns the code of a typer.Exit here
+        code = app(standalone_mode=False, prog_name="d2k")  # click returns the code of a typer.Exit here
     except D2KError as exc:
         # markup=False: messages quote user text ([judge], file[workload]) that rich would eat
         err_console.print(f"error: {exc}", style="red", markup=False, highlight=False, soft_wrap=True)

@@ -14,6 +14,7 @@ import datetime as dt
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 
 import duckdb
@@ -64,6 +65,7 @@ OBJ = (lambda v: isinstance(v, dict), "an object")
 NUMS = (_is_numbers, "a list of numbers")
 TIME = (_is_time, "a time (seconds since 1970, or ISO 8601 text)")
 STR_OR_NUM = (lambda v: isinstance(v, str) or _is_number(v), "a string or a number")
+BOOL = (lambda v: isinstance(v, bool), "true or false")
 ANY = (lambda v: True, "any JSON value")
 
 # field -> (kind, required); other fields are kept in the environment's info, or ignored
@@ -85,7 +87,9 @@ SCHEMAS: dict[str, dict[str, tuple]] = {
         "iqr_ms": (NUM, False), "mean_ms": (NUM, False), "std_ms": (NUM, False), "min_ms": (NUM, False),
         "max_ms": (NUM, False), "n_samples": (I32, False), "timing_method": (STR, False), "samples_ms": (NUMS, False),
         "correctness": (OBJ, False), "timing": (OBJ, False), "traceback": (STR, False), "seconds": (NUM, False),
-        "created_at": (TIME, False),
+        "created_at": (TIME, False), "event_median_ms": (NUM, False), "span_median_ms": (NUM, False),
+        "kernel_sum_median_ms": (NUM, False), "kernels_per_call": (NUM, False), "kernel_less": (BOOL, False),
+        "flags": (OBJ, False),
     },
     "calibration": {
         "calibration_id": (STR, True), "env": (OBJ, True), "time": (TIME, False),
@@ -182,7 +186,8 @@ def read_records(path: Path) -> list[tuple[int, str, dict]]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise D2KError(f"{where}: not JSON ({exc.msg} at column {exc.colno}; a truncated file?)") from None
+            reason = re.sub(r"( starting)? at$", "", exc.msg)
+            raise D2KError(f"{where}: not JSON at column {exc.colno}: {reason} (a truncated file?)") from None
         except RecursionError:
             raise D2KError(f"{where}: not JSON that can be read (nested too deeply)") from None
         if not isinstance(record, dict):

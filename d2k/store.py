@@ -65,12 +65,15 @@ def check_store_file(path: Path) -> None:
     import struct
 
     # each database header: checksum, iteration, meta block, free list, block count, block size, ...
+    # DuckDB writes and trims its file in whole blocks after the headers: a size in between is a
+    # file cut short (or padded), whose missing blocks would fail later, mid-query or mid-write
     headers = [struct.unpack_from("<QQqqQQ", head, offset) for offset in (4096, 8192)]
-    _, _, _, _, blocks, block_size = max(headers, key=lambda h: h[1])
-    if block_size & (block_size - 1) == 0 and 4096 <= block_size <= 1 << 26 and blocks < 1 << 40:
-        expected = _MAIN_HEADER + blocks * block_size
-        if size < expected:
-            raise D2KError(f"{path} is truncated: {size} bytes, its header needs {expected} (restore it from a copy)")
+    block_size = max(headers, key=lambda h: h[1])[5]
+    if block_size & (block_size - 1) == 0 and 4096 <= block_size <= 1 << 26:
+        extra = (size - _MAIN_HEADER) % block_size
+        if extra:
+            raise D2KError(f"{path} is truncated or damaged: {size} bytes is not DuckDB's header plus whole "
+                           f"{block_size}-byte blocks ({extra} bytes over); restore it from a copy")
 
 
 def views_version(text: str) -> str:
@@ -281,6 +284,19 @@ class Store:
             self.con.execute("UPDATE runs SET status = 'interrupted', finished_at = ? WHERE run_id = ?",
                              [dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), run_id])
         return len(stale)
+
+    def sol_ms(self, task_id: str, workload_id: str, env_id: str) -> float | None:
+        """The workload's speed-of-light time in this environment (as ``v_evaluations`` defines it),
+        or None without a calibration."""
+        try:
+            rows = self.con.execute(
+                "SELECT 1e3 * greatest(coalesce(w.bytes / c.copy_bytes_per_s, 0), coalesce(w.flops / CASE t.peak "
+                "WHEN 'fp8' THEN c.fp8_flops_per_s WHEN 'fp32' THEN c.fp32_flops_per_s ELSE c.bf16_flops_per_s END, 0)) "
+                "FROM workloads w JOIN tasks t ON t.task_id = w.task_id JOIN v_calibration c ON c.env_id = ? "
+                "WHERE w.workload_id = ? AND w.task_id = ?", [env_id, workload_id, task_id]).fetchall()
+        except duckdb.Error:
+            return None
+        return float(rows[0][0]) if rows and rows[0][0] else None
 
     def finish_run(self, run_id: str, status: str) -> None:
         self.con.execute(
