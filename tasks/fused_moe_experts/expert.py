@@ -291,9 +291,10 @@ def _gate_up_configs(bm):
     if _INTERPRET:
         return [_cfg(64, 64, 4, 2, 2, 1)]
     return {
-        # prefill: two 128x128 fp32 accumulators need 8 warps
-        128: [_cfg(128, 64, 8, 3, 8, 1), _cfg(128, 64, 8, 4, 8, 1), _cfg(64, 64, 4, 4, 8, 2),
-              _cfg(128, 64, 8, 3, 16, 1), _cfg(64, 128, 8, 3, 8, 1)],
+        # prefill: two 128x128 fp32 accumulators need 8 warps; the OCC = 2 entries fit two
+        # programs per SM (<= ~100 KB of stages each) so one's epilogue overlaps the other's loop
+        128: [_cfg(128, 64, 8, 3, 8, 1), _cfg(128, 64, 8, 4, 8, 1), _cfg(64, 64, 4, 3, 8, 2),
+              _cfg(128, 64, 8, 3, 16, 1), _cfg(64, 128, 8, 3, 8, 1), _cfg(128, 32, 8, 4, 8, 2)],
         64: [_cfg(128, 64, 4, 4, 8, 2), _cfg(128, 64, 8, 3, 8, 2), _cfg(64, 128, 4, 3, 8, 2),
              _cfg(64, 64, 4, 4, 8, 3)],
         # few pairs per expert: the weights are streamed, favour wide K steps and more CTAs
@@ -308,7 +309,7 @@ def _down_configs(bm):
     if _INTERPRET:
         return [_cfg(64, 64, 4, 2, 2, 1)]
     return {
-        128: [_cfg(128, 64, 8, 4, 8, 1), _cfg(256, 64, 8, 3, 8, 1), _cfg(128, 64, 4, 4, 8, 2),
+        128: [_cfg(128, 64, 8, 4, 8, 1), _cfg(256, 64, 8, 3, 8, 1), _cfg(128, 64, 4, 3, 8, 2),
               _cfg(128, 128, 8, 3, 8, 1), _cfg(128, 64, 8, 3, 8, 2)],
         64: [_cfg(128, 64, 4, 4, 8, 2), _cfg(256, 64, 8, 3, 8, 1), _cfg(128, 128, 4, 3, 8, 2),
              _cfg(64, 128, 4, 4, 8, 3)],
