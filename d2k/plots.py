@@ -156,11 +156,11 @@ def implementation_heatmap(cols, rows, judge: str = "static") -> str | None:
                 ax.text(j, i, label, ha="center", va="center", fontsize=8, color="white" if v > 60 else "black")
     ax.set_xticks(range(len(solutions)), solutions)
     ax.set_yticks(range(len(tasks)), tasks)
-    fig.colorbar(image, ax=ax, label=f"implementation score ({judge} judge)")
+    fig.colorbar(image, ax=ax, label=f"implementation score, plain (mean of level credits), 0-100; {judge} judge")
     return _svg(fig)
 
 
-def design_graphs(cols, rows, columns: int = 3) -> str | None:
+def design_graphs(cols, rows, columns: int = 2) -> str | None:
     """Small multiples, one per task: its design items as a DAG (networkx; L1 on top, edges from
     prerequisite to dependent), each node coloured by its credit over the judged solutions
     (grey: no decided verdict)."""
@@ -175,7 +175,7 @@ def design_graphs(cols, rows, columns: int = 3) -> str | None:
 
     cmap = colormaps["RdYlGn"]
     n_rows = math.ceil(len(tasks) / columns)
-    fig, axes = plt.subplots(n_rows, columns, figsize=(3.6 * columns, 2.9 * n_rows), squeeze=False)
+    fig, axes = plt.subplots(n_rows, columns, figsize=(3.7 * columns, 3.3 * n_rows), squeeze=False)
     for ax in axes.flat:
         ax.set_axis_off()
     for ax, task in zip(axes.flat, tasks):
@@ -198,38 +198,90 @@ def design_graphs(cols, rows, columns: int = 3) -> str | None:
         same_level = [(a, b) for a, b in graph.edges if pos[a][1] == pos[b][1]]
         across = [e for e in graph.edges if e not in same_level]
         for edges, style in ((across, "arc3"), (same_level, "arc3,rad=0.35")):
-            nx.draw_networkx_edges(graph, pos, edgelist=edges, ax=ax, arrowsize=7, width=0.6,
-                                   edge_color="#777777", node_size=200, connectionstyle=style)
-        nx.draw_networkx_nodes(graph, pos, ax=ax, node_color=colors, node_size=200, edgecolors="#333333",
+            nx.draw_networkx_edges(graph, pos, edgelist=edges, ax=ax, arrowsize=8, width=0.7,
+                                   edge_color="#777777", node_size=240, connectionstyle=style)
+        nx.draw_networkx_nodes(graph, pos, ax=ax, node_color=colors, node_size=240, edgecolors="#333333",
                                linewidths=0.5)
         for node, (x, y) in pos.items():  # the item id under its node, wrapped at word breaks
-            label = textwrap.fill(node.split(".", 1)[-1].replace("_", " "), 14)
-            ax.text(x, y - 0.17, label, ha="center", va="top", fontsize=5.5, linespacing=0.95)
-        ax.set_title(task, fontsize=8)
+            row_size = sum(1 for n in pos if pos[n][1] == y)
+            label = textwrap.fill(node.split(".", 1)[-1].replace("_", " "), {1: 18, 2: 14, 3: 10}.get(row_size, 8))
+            ax.text(x, y - 0.15, label, ha="center", va="top", fontsize=7.5, linespacing=0.95)
+        ax.set_title(task, fontsize=9.5)
         ax.set_xlim(0, 1)
         ax.set_ylim(-3.75, -0.7)
     scalar = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, 1))
-    fig.colorbar(scalar, ax=axes, shrink=0.5, label="credit over judged solutions (static judge)")
+    fig.colorbar(scalar, ax=axes, shrink=0.5, label="item credit (static judge)")
     return _svg(fig)
 
 
 def performance(cols, rows) -> str | None:
-    """Bars per model: correctness and Performance Score, guided against unguided."""
+    """Bars per model (pooled first): correctness, Performance Score and the dependency-aware
+    implementation score, guided against unguided, with the 95 % bootstrap interval as whiskers."""
     records = _records(cols, rows)
     if not records:
         return None
-    models = sorted({(r["experiment"], r["model"]) for r in records})
+    heads: dict[tuple, dict] = {}
+    ci: dict[tuple, tuple] = {}
+    for r in records:
+        key = (r["experiment"], r["model"], r["condition"])
+        heads.setdefault(key, r)
+        if r.get("metric"):
+            ci[key + (r["metric"],)] = (r.get("ci_low"), r.get("ci_high"))
+    groups = sorted({(e, m) for e, m, _ in heads}, key=lambda g: (g[0], g[1] != "(all models)", g[1]))
+    experiments = {e for e, _ in groups}
     plt = _pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(8, 0.5 * len(models) + 1.6))
-    for ax, metric, label in ((axes[0], "correctness", "correctness (share of tasks)"),
-                              (axes[1], "performance_score", "Performance Score (mean task speedup, incorrect = 0)")):
+    panels = (("correctness", 100.0, "correctness, % of tasks\n(harness failures count as incorrect)"),
+              ("performance_score", 1.0, "Performance Score\n(mean task speedup, incorrect = 0)"),
+              ("implementation_score", 1.0, "implementation score, 0-100\n(dependency-aware)"))
+    fig, axes = plt.subplots(1, 3, figsize=(7.6, 0.5 * len(groups) + 1.9), sharey=True)
+    for ax, (metric, scale, label) in zip(axes, panels):
+        ax.set_xlabel(label, fontsize=8)
+        if all(r.get(metric) is None for r in heads.values()):
+            ax.text(0.5, 0.5, "not measured\n(no GPU speed)" if metric == "performance_score" else "none",
+                    ha="center", va="center", transform=ax.transAxes, fontsize=8, color="#555555")
+            ax.set_xticks([])
+            continue
         for k, condition in enumerate(("guided", "unguided")):
-            value = {(r["experiment"], r["model"]): r[metric] for r in records if r["condition"] == condition}
-            ys = [i + (0.2 if k == 0 else -0.2) for i in range(len(models))]
-            ax.barh(ys, [value.get(m) or 0 for m in models], height=0.38, color=COLORS[condition], label=condition)
-        ax.set_yticks(range(len(models)), [f"{m} ({e})" for e, m in models])
-        ax.set_xlabel(label)
-    axes[1].set_yticks([])
+            ys, xs, lo, hi = [], [], [], []
+            for i, (e, m) in enumerate(groups):
+                r = heads.get((e, m, condition))
+                value = r.get(metric) if r else None
+                ys.append(len(groups) - 1 - i + (0.2 if k == 0 else -0.2))
+                xs.append((value or 0) * scale)
+                low, high = ci.get((e, m, condition, metric), (None, None))
+                lo.append(max(0.0, (value - low) * scale) if value is not None and low is not None else 0)
+                hi.append(max(0.0, (high - value) * scale) if value is not None and high is not None else 0)
+            ax.barh(ys, xs, height=0.38, color=COLORS[condition], label=condition,
+                    xerr=[lo, hi], error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"})
+    names = [m if len(experiments) == 1 else f"{m} ({e})" for e, m in groups]
+    axes[0].set_yticks([len(groups) - 1 - i for i in range(len(groups))], names)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[c]) for c in ("guided", "unguided")]
+    axes[2].legend(handles, ["guided", "unguided"], loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8,
+                   title="whiskers: 95 % CI\nover tasks", title_fontsize=7)
+    return _svg(fig)
+
+
+def implementation_levels(cols, rows) -> str | None:
+    """Bars per level, pooled over the models: mean item credit of the judged submissions, plain and
+    dependency-aware, guided against unguided."""
+    records = _records(cols, rows)
+    if not records:
+        return None
+    experiment = sorted({r["experiment"] for r in records})[0]
+    records = [r for r in records if r["experiment"] == experiment]
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(7.2, 2.6), sharey=True)
+    for ax, field, label in ((axes[0], "plain", "plain credit (implemented 1, partial 0.5)"),
+                             (axes[1], "dependency_aware", "dependency-aware credit")):
+        for k, condition in enumerate(("guided", "unguided")):
+            value = {r["level"]: r[field] for r in records if r["condition"] == condition}
+            xs = [level + (-0.2 if k == 0 else 0.2) for level in (1, 2, 3)]
+            ax.bar(xs, [value.get(level) or 0 for level in (1, 2, 3)], width=0.38, color=COLORS[condition],
+                   label=condition)
+        ax.set_xticks([1, 2, 3], ["L1", "L2", "L3"])
+        ax.set_ylim(0, 1)
+        ax.set_title(label, fontsize=9)
+    axes[0].set_ylabel(f"mean credit, all models ({experiment})", fontsize=8)
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=8)
     return _svg(fig)
 
@@ -253,6 +305,6 @@ def paired_speedups(cols, rows) -> str | None:
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(_plain_numbers())
         axis.set_minor_formatter(_plain_numbers())
-    ax.set_xlabel("speedup without guidance")
-    ax.set_ylabel("speedup with the expert design")
+    ax.set_xlabel("geomean speedup over eager, correct attempts, unguided")
+    ax.set_ylabel("same, guided (expert design given)")
     return _svg(fig)

@@ -1,12 +1,21 @@
--- What the store holds.
-SELECT
-    (SELECT count(*) FROM tasks) AS tasks,
-    (SELECT count(*) FROM workloads) AS workloads,
-    (SELECT count(*) FROM design_items) AS design_items,
-    (SELECT count(*) FROM solutions) AS solutions,
-    (SELECT count(*) FROM evaluations WHERE backend = 'cuda') AS gpu_evaluations,
-    (SELECT count(*) FROM evaluations WHERE backend <> 'cuda') AS interpreter_evaluations,
-    (SELECT count(*) FROM environments) AS environments,
-    (SELECT count(*) FROM verdicts) AS judge_verdicts,
-    (SELECT count(*) FROM experiments) AS experiments,
-    (SELECT count(*) FROM attempts) AS attempts;
+-- What the store holds, and the overall correctness rate: the share of the latest evaluations
+-- (each solution on each workload and machine) that passed, per backend. The views' version says
+-- which metric definitions (analysis/views.sql) produced every table below.
+SELECT what, value FROM (
+    SELECT 1 AS k, 'tasks' AS what, (SELECT count(*) FROM tasks)::VARCHAR AS value
+    UNION ALL SELECT 2, 'workloads (bench + smoke)', (SELECT count(*) FROM workloads)::VARCHAR
+    UNION ALL SELECT 3, 'design items', (SELECT count(*) FROM design_items)::VARCHAR
+    UNION ALL SELECT 4, 'solutions', (SELECT count(*) FROM solutions)::VARCHAR
+    UNION ALL SELECT 5, 'GPU evaluations', (SELECT count(*) FROM evaluations WHERE backend = 'cuda')::VARCHAR
+    UNION ALL SELECT 6, 'interpreter evaluations', (SELECT count(*) FROM evaluations WHERE backend <> 'cuda')::VARCHAR
+    UNION ALL SELECT 7, 'correctness rate, ' || CASE backend WHEN 'cuda' THEN 'GPU' ELSE backend END,
+           printf('%.1f %% (%d of %d passed)', 100.0 * count(*) FILTER (WHERE status = 'passed') / count(*),
+                  count(*) FILTER (WHERE status = 'passed'), count(*))
+        FROM v_latest_evaluations GROUP BY backend
+    UNION ALL SELECT 8, 'machines', (SELECT count(*) FROM environments)::VARCHAR
+    UNION ALL SELECT 9, 'judge verdicts', (SELECT count(*) FROM verdicts)::VARCHAR
+    UNION ALL SELECT 10, 'experiments, attempts', (SELECT count(*) FROM experiments)::VARCHAR || ', '
+                                                 || (SELECT count(*) FROM attempts)::VARCHAR
+    UNION ALL SELECT 11, 'views version', (SELECT value FROM meta WHERE key = 'views_version')
+)
+ORDER BY k, what;

@@ -1,8 +1,12 @@
--- Paired experiments per task: guided against unguided (seeds averaged).
+-- Paired experiments per model and task, guided / unguided (seeds averaged): correct (share of
+-- attempts), the task's term of the Performance Score (speedup if correct, else 0), the speedup of
+-- the correct attempts, the dependency-aware implementation score (0-100) and the attempts that
+-- failed in the harness (counted as incorrect).
 SELECT experiment, model, task_id,
-       round(guided_correct, 2) AS guided_correct, round(unguided_correct, 2) AS unguided_correct,
-       round(guided_speedup, 3) AS guided_speedup, round(unguided_speedup, 3) AS unguided_speedup,
-       round(guided_impl_score, 1) AS guided_impl, round(unguided_impl_score, 1) AS unguided_impl,
-       round(guided_design_coverage, 1) AS guided_coverage, round(unguided_design_coverage, 1) AS unguided_coverage
+       printf('%.2g / %.2g', guided_correct, unguided_correct) AS correct,
+       coalesce(printf('%.2f', guided_task_score), '—') || ' / ' || coalesce(printf('%.2f', unguided_task_score), '—') AS task_score,
+       coalesce(printf('%.2fx', guided_speedup), '—') || ' / ' || coalesce(printf('%.2fx', unguided_speedup), '—') AS speedup,
+       coalesce(printf('%.0f', guided_impl_score), '—') || ' / ' || coalesce(printf('%.0f', unguided_impl_score), '—') AS implementation,
+       coalesce(guided_harness_failed, 0) || ' / ' || coalesce(unguided_harness_failed, 0) AS failed
 FROM v_paired
 ORDER BY experiment, model, task_id;

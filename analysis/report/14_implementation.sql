@@ -1,15 +1,20 @@
--- Which design properties each judged solution implements: per level (0-1), combined and
--- dependency-aware scores (0-100), from the latest run of each judge (`latest`: the newest
--- version of each solution name, see v_solution_versions).
-WITH scores AS (
-    SELECT *, row_number() OVER (PARTITION BY solution_id, judge ORDER BY created_at DESC) AS rn
-    FROM v_judge_scores
+-- Which design properties each task's shipped solutions implement (the newest expert and naive
+-- versions) and, in one row, the mean over every other judged solution (candidates, agent
+-- submissions): per level the mean credit (0-1), combined = the plain implementation score
+-- (0-100: the mean of the three levels), dependency_aware = the same with each item's credit
+-- limited by its prerequisites, coverage = the decided share of the rubric; each judge's latest run.
+WITH j AS (
+    SELECT j.*, v.latest, CASE WHEN j.solution IN ('expert', 'naive') AND v.latest THEN j.solution END AS shipped
+    FROM v_judge_scores j JOIN v_solution_versions v USING (solution_id)
 )
-SELECT j.task_id, regexp_replace(j.solution, '.*/', '') AS solution, left(j.solution_id, 8) AS version, j.judge,
-       round(j.l1, 2) AS l1, round(j.l2, 2) AS l2, round(j.l3, 2) AS l3,
-       round(j.combined, 1) AS combined, round(j.dependency_aware, 1) AS dependency_aware,
-       round(j.coverage, 2) AS coverage, v.latest
-FROM scores j
-JOIN v_solution_versions v USING (solution_id)
-WHERE j.rn = 1
-ORDER BY j.task_id, solution, j.judge;
+SELECT task_id, solution, version, judge, l1, l2, l3, combined, dependency_aware, coverage FROM (
+    SELECT task_id, shipped AS solution, left(solution_id, 8) AS version, judge,
+           round(l1, 2) AS l1, round(l2, 2) AS l2, round(l3, 2) AS l3,
+           round(combined, 1) AS combined, round(dependency_aware, 1) AS dependency_aware, round(coverage, 2) AS coverage
+    FROM j WHERE shipped IS NOT NULL
+    UNION ALL
+    SELECT task_id, 'others: mean of ' || count(*), NULL, judge, round(avg(l1), 2), round(avg(l2), 2), round(avg(l3), 2),
+           round(avg(combined), 1), round(avg(dependency_aware), 1), round(avg(coverage), 2)
+    FROM j WHERE shipped IS NULL GROUP BY task_id, judge
+)
+ORDER BY task_id, solution LIKE 'others%', solution, judge;

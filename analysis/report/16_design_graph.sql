@@ -1,7 +1,8 @@
 -- Every design property of each judged task on its dependency graph: the properties it builds on,
 -- and how many judged solutions implement it (each solution name's newest version, the static
 -- judge's latest verdict). credit = the mean over decided verdicts (implemented 1, partial 0.5,
--- missing 0). The figure draws each task's graph, L1 on top, edges from prerequisite to dependent.
+-- missing 0). The figure draws each task's graph, L1 on top, edges from prerequisite to dependent,
+-- each item coloured by its credit (grey: no judged solution decided it).
 WITH latest AS (
     SELECT *, row_number() OVER (PARTITION BY solution_id, item_id ORDER BY created_at DESC) AS rn
     FROM v_item_verdicts

@@ -1,0 +1,2 @@
+-- the figure of the paired section: speedups with and without the guidance
+SELECT * FROM v_paired;

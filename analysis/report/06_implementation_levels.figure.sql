@@ -1,0 +1,2 @@
+-- the figure of the per-level section: pooled rows
+SELECT * FROM v_implementation_levels WHERE model = '(all models)' ORDER BY experiment, condition, level;
