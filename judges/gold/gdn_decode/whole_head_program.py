@@ -1,0 +1,134 @@
+"""Gated delta rule decode step (Qwen3-Next GDN), state pool updated in place: the expert
+Triton implementation, the split of each state over V blocks ablated.
+
+Gold-set ablation `whole_head_program`: identical to tasks/gdn_decode/expert.py except that every
+program owns the whole [V, K] state of one (sequence, value head): the grid is B * HV, with
+no V-block dimension, and num_warps grows with the tile (8 warps for 128 x 128).
+
+For sequence n, value head h (qk head h // (HV // HQK)), S = state[state_indices[n], h] ([V, K],
+k-last), all in fp32:
+
+    q^, k^ = q / sqrt(|q|^2 + 1e-6), k / sqrt(|k|^2 + 1e-6)
+    g = -exp(A_log[h]) * softplus(a + dt_bias[h]),   beta = sigmoid(b)
+    S = S * exp(g);   v' = beta * (v - S @ k^);   S = S + outer(v', k^)
+    o = scale * S @ q^          (stored in q's dtype);  S written back to its slot
+
+Design (memory-bound: each touched state is 64 KB of fp32 that must be read and written once):
+  * one program per (sequence, value head) holding the head's whole [V, K] state
+    ([128, 128] fp32 = 64 KB per program): the grid is B * HV (16 programs for B = 1);
+  * the program's [BV, K] state tile is loaded once into registers, decayed, used for
+    S @ k^, updated with the rank-1 term and used for S @ q^, then stored once, in place, at
+    the same address (the slot from state_indices, int64 offsets): the state crosses HBM
+    exactly twice and the pool is never gathered or copied;
+  * k-last layout: each row of the tile is contiguous along K, so the tile loads and stores
+    are 16-byte vectors and both matrix-vector products reduce along the contiguous axis;
+  * the gates (softplus, exp, sigmoid) and the L2 norms of q and k are computed in the kernel
+    from the raw inputs (one rsqrt per vector), so nothing runs before the kernel;
+  * grouped value heads: value head h reads q / k head h // (HV // HQK); q and k are never
+    repeated in memory;
+  * num_warps = V * K / 2048 (1 to 16): 8 warps, 64 state elements per thread, at 128 x 128.
+The state tile is loaded before the small vectors and the gate math so its latency overlaps
+theirs. Dtypes come from the pointers (bf16 on the GPU, fp16 under TRITON_INTERPRET=1).
+"""
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+
+@triton.jit
+def _gdn_decode_kernel(
+    Q, Kt, Vt, S, IDX, A_LOG, Ag, DT_BIAS, Bg, O,
+    scale,
+    stride_qn, stride_qh,            # q and k share strides ([B, 1, HQK, K] contiguous)
+    stride_vn, stride_vh,            # v and o share strides ([B, 1, HV, V] contiguous)
+    stride_an,                       # a and b share strides ([B, 1, HV])
+    stride_ss, stride_sh, stride_sv, # the state pool [NS, HV, V, K], K contiguous
+    K: tl.constexpr, V: tl.constexpr, HV: tl.constexpr, GROUP: tl.constexpr,
+    BK: tl.constexpr, BV: tl.constexpr,
+):
+    """Program n * HV + h: the whole state of sequence n, value head h: decay, delta-rule
+    update and output, the tile read and written once."""
+    i_nh = tl.program_id(0)
+    i_n = i_nh // HV
+    i_hv = i_nh % HV
+    i_h = i_hv // GROUP                         # grouped value heads share a q/k head
+
+    offs_k = tl.max_contiguous(tl.multiple_of(tl.arange(0, BK), BK), BK)
+    offs_v = tl.arange(0, BV)
+    mask_k = offs_k < K
+    mask_v = offs_v < V
+
+    # the state tile first: its latency overlaps the small loads and the gate math below
+    slot = tl.load(IDX + i_n).to(tl.int64)
+    s_ptr = (S + slot * stride_ss + i_hv * stride_sh
+             + offs_v[:, None].to(tl.int64) * stride_sv + offs_k[None, :])
+    mask_s = mask_v[:, None] & mask_k[None, :]      # constant along K: keeps 16-byte vectors
+    h = tl.load(s_ptr, mask=mask_s, other=0.0)
+
+    qk_off = i_n * stride_qn + i_h * stride_qh + offs_k
+    q = tl.load(Q + qk_off, mask=mask_k, other=0.0).to(tl.float32)
+    k = tl.load(Kt + qk_off, mask=mask_k, other=0.0).to(tl.float32)
+    v_off = i_n * stride_vn + i_hv * stride_vh + offs_v
+    v = tl.load(Vt + v_off, mask=mask_v, other=0.0).to(tl.float32)
+
+    # gates: g = -exp(A_log) * softplus(a + dt_bias) (log-space decay), beta = sigmoid(b)
+    x = (tl.load(Ag + i_n * stride_an + i_hv).to(tl.float32)
+         + tl.load(DT_BIAS + i_hv).to(tl.float32))
+    softplus = tl.where(x > 20.0, x, tl.log(1.0 + tl.exp(tl.minimum(x, 20.0))))
+    decay = tl.exp(-tl.exp(tl.load(A_LOG + i_hv).to(tl.float32)) * softplus)
+    beta = tl.sigmoid(tl.load(Bg + i_n * stride_an + i_hv).to(tl.float32))
+
+    # L2 norms of q and k, folded with the output scale into one factor each
+    q = q * (tl.math.rsqrt(tl.sum(q * q, axis=0) + 1e-6) * scale)
+    k = k * tl.math.rsqrt(tl.sum(k * k, axis=0) + 1e-6)
+
+    # one pass over the tile: decay, S @ k^ (along contiguous K), rank-1 update, S @ q^
+    h = h * decay
+    u = tl.sum(h * k[None, :], axis=1)                  # [BV]
+    vn = beta * (v - u)
+    h = h + vn[:, None] * k[None, :]
+    o = tl.sum(h * q[None, :], axis=1)                  # scale already in q
+
+    tl.store(s_ptr, h, mask=mask_s)                     # in place, the same slot
+    tl.store(O + v_off, o.to(O.dtype.element_ty), mask=mask_v)
+
+
+_n_sm = {}
+
+
+def _sm_count(t):
+    if _INTERPRET or not t.is_cuda:
+        return 4
+    dev = t.device.index
+    n = _n_sm.get(dev)
+    if n is None:
+        n = _n_sm[dev] = torch.cuda.get_device_properties(t.device).multi_processor_count
+    return n
+
+
+def run(q, k, v, state, state_indices, A_log, a, dt_bias, b, scale):
+    B, _, HQK, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    assert HV % HQK == 0, "HV must be a multiple of HQK"
+    assert state.stride(-1) == 1 and state.shape[1:] == (HV, V, K)
+    q, k, v, a, b = (t.contiguous() for t in (q, k, v, a, b))
+    o = torch.empty_like(v)
+    if B == 0:
+        return o
+    BK = triton.next_power_of_2(K)
+    bv = triton.next_power_of_2(V)                      # the whole state of a head
+    num_warps = max(1, min(16, bv * BK // 2048))
+    grid = (B * HV,)
+    _gdn_decode_kernel[grid](
+        q, k, v, state, state_indices, A_log, a, dt_bias, b, o,
+        float(scale),
+        q.stride(0), q.stride(2), v.stride(0), v.stride(2), a.stride(0),
+        state.stride(0), state.stride(1), state.stride(2),
+        K=K, V=V, HV=HV, GROUP=HV // HQK, BK=BK, BV=bv, num_warps=num_warps,
+    )
+    return o
