@@ -10,7 +10,7 @@
   verdicts: per task, a ridge regression (scikit-learn) of ln(speedup) on the items' credit; over
   all tasks, ln(speedup) on the three levels' dependency-aware credit with a fixed effect per
   task. Each coefficient is reported as a speed factor (exp) with a bootstrap interval over the
-  solutions. This is association, not causation: solutions differ in more than their items.
+  solutions (the same ridge in closed form, solved for every resample at once). This is association, not causation: solutions differ in more than their items.
 
 ``d2k analyze`` stores both in ``analysis_bootstrap`` and ``analysis_attribution``, each row with
 the version of the views it was computed from (``views_version``, as in ``meta``). numpy and
@@ -247,6 +247,19 @@ def _fit(X, y, alpha: float):
     return model
 
 
+def ridge_coefficients(X, y, alpha: float):
+    """The coefficients scikit-learn's ``Ridge(alpha)`` (with intercept) finds, for a batch of
+    problems at once: X (B, n, p), y (B, n) -> (B, p). The closed form on centred data,
+    (Xc'Xc + alpha I)^-1 Xc'yc, solved for every bootstrap resample in one call."""
+    import numpy as np
+
+    Xc = X - X.mean(axis=1, keepdims=True)
+    yc = y - y.mean(axis=1, keepdims=True)
+    A = np.einsum("bnp,bnq->bpq", Xc, Xc) + alpha * np.eye(X.shape[2])[None]
+    b = np.einsum("bnp,bn->bp", Xc, yc)
+    return np.linalg.solve(A, b[..., None])[..., 0]
+
+
 def attribution(store, judge: str = "static", n_boot: int = 300, seed: int = 0, alpha: float = 1.0,
                 confidence: float = 0.95, views_version: str | None = None) -> tuple[tuple, list[tuple]]:
     """Per task (items) and over all tasks (levels), per GPU; rows in the order of
@@ -296,10 +309,8 @@ def attribution(store, judge: str = "static", n_boot: int = 300, seed: int = 0, 
             y = np.array([y for _, y in rows])
             model = _fit(X, y, alpha)
             r2 = float(model.score(X, y)) if np.var(y) > 0 else None
-            draws = np.full((n_boot, len(items)), np.nan)
-            for b in range(n_boot):
-                pick = rng.integers(0, len(rows), len(rows))
-                draws[b] = _fit(X[pick], y[pick], alpha).coef_
+            pick = rng.integers(0, len(rows), (n_boot, len(rows)))
+            draws = ridge_coefficients(X[pick], y[pick], alpha)
             for j, item in enumerate(items):
                 varying = bool(np.ptp(X[:, j]) > 0)
                 low, high = interval(draws[:, j]) if varying else (None, None)
@@ -320,10 +331,8 @@ def attribution(store, judge: str = "static", n_boot: int = 300, seed: int = 0, 
         y = np.array([y for _, _, y in rows])
         model = _fit(X, y, alpha * 0.1)
         r2 = float(model.score(X, y)) if np.var(y) > 0 else None
-        draws = np.full((n_boot, 3), np.nan)
-        for b in range(n_boot):
-            pick = rng.integers(0, len(rows), len(rows))
-            draws[b] = _fit(X[pick], y[pick], alpha * 0.1).coef_[:3]
+        pick = rng.integers(0, len(rows), (n_boot, len(rows)))
+        draws = ridge_coefficients(X[pick], y[pick], alpha * 0.1)[:, :3]
         for j, level in enumerate((1, 2, 3)):
             varying = bool(np.ptp(X_levels[:, j]) > 0)
             low, high = interval(draws[:, j]) if varying else (None, None)
