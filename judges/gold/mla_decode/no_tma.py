@@ -198,8 +198,10 @@ def _mla_combine(OP, LSEP, O, LSE, H, NUM_SPLITS: tl.constexpr, SPLITS_P2: tl.co
 
 # (BLOCK_N, num_stages, num_warps). Shared memory per program: the Q tile, BLOCK_H x 576 x 2 B
 # (72 KB at 64 heads, 18 KB at 16), plus num_stages x BLOCK_N x 576 x 2 B of latent tiles
-# (36 KB per stage at BLOCK_N = 32); every config stays under ~185 KB.
-_CFG_64 = [(32, 2, 8), (32, 3, 8)]                                   # BLOCK_H = 64: 8 warps
+# (36 KB per stage at BLOCK_N = 32); every config stays under ~185 KB. At 64 heads the Q tile
+# is re-read from shared memory by every QK^T wgmma, so a wider BLOCK_N (fewer Q reads per
+# flop) is offered too, unpipelined because two 72 KB stages would not fit next to Q.
+_CFG_64 = [(32, 2, 8), (32, 3, 8), (64, 1, 8)]                       # BLOCK_H = 64: 8 warps
 _CFG_16 = [(32, 2, 4), (32, 3, 4), (32, 4, 4), (64, 2, 4), (64, 2, 8)]  # BLOCK_H = 16
 
 
