@@ -3,9 +3,9 @@
 # and points d2k at $OUT. Fetch the wheels here first:
 #   python3 -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d .whl \
-#     pydantic duckdb openai tree-sitter tree-sitter-python tree-sitter-cuda typer rich networkx regex
+#     pydantic duckdb tree-sitter tree-sitter-python tree-sitter-cuda typer rich networkx regex
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --find-links .whl --no-compile \
-  pydantic duckdb openai tree-sitter tree-sitter-python tree-sitter-cuda typer rich networkx regex || exit 1
+  pydantic duckdb tree-sitter tree-sitter-python tree-sitter-cuda typer rich networkx regex || exit 1
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export D2K_DB=${D2K_DB:-$OUT/d2k.duckdb} D2K_WORKDIR=${D2K_WORKDIR:-/tmp/d2kwork}

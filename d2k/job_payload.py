@@ -16,14 +16,31 @@ DEFAULT_TIMING = {
     "flush_factor": 2.0,      # L2 flush buffer = this x the device's L2
     "flush_mode": "write",    # write (zero the buffer, like do_bench) or read (sum it: L2 left clean)
     "rotate_bytes": 2e9,      # rotating input sets: 2 to 8 sets within this many bytes
+    "device_span": False,     # also record each call's device span from CUPTI (timing v2)
+    "span_max_reps": 300,     # at most this many timed calls under the profiler
+    "hold_max_us": 2000.0,    # the device-side hold before each timed call (0 disables it)
     "interpreter_reps": 4,     # two input sets: calls 2 and 3 reuse them (a result cache shows)
     "interpreter_budget_s": 5.0,
 }
 
 
 def timing_settings(overrides: dict | None = None) -> dict:
-    """The timing settings a job runs with: the defaults, with ``overrides`` on top."""
-    return {**DEFAULT_TIMING, **(overrides or {})}
+    """The timing settings a job runs with: the defaults, then ``$D2K_TIMING`` (a JSON object, e.g.
+    ``{"device_span": false}``), then ``overrides``."""
+    import json
+
+    from d2k.errors import D2KError
+
+    env = {}
+    if os.environ.get("D2K_TIMING"):
+        try:
+            env = json.loads(os.environ["D2K_TIMING"])
+        except json.JSONDecodeError as exc:
+            raise D2KError(f"D2K_TIMING is not a JSON object: {exc}") from None
+        unknown = sorted(set(env) - set(DEFAULT_TIMING)) if isinstance(env, dict) else None
+        if unknown is None or unknown:
+            raise D2KError(f"D2K_TIMING: unknown timing settings {unknown} (known: {', '.join(DEFAULT_TIMING)})")
+    return {**DEFAULT_TIMING, **env, **(overrides or {})}
 
 
 DEFAULT_SANDBOX_LIMITS = {
@@ -63,6 +80,7 @@ def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> d
         "hide": [str(p) for p in hide],
         "read_only": [str(p) for p in read_only],
         "limits": dict(DEFAULT_SANDBOX_LIMITS),
+        "cache_root": str(workdir / "kernel-cache"),
     }
 
 

@@ -205,6 +205,8 @@ def _stats(prefix: str, samples) -> dict:
 def timing_flags(timing: dict, samples: list[float]) -> list[str]:
     """What the trusted side cannot reconcile in a reported timing (then the status is timing_suspect)."""
     flags = []
+    if samples and min(samples) <= 0:
+        flags.append(f"{sum(1 for x in samples if x <= 0)} of {len(samples)} per-call times are zero or negative")
     wall = timing.get("trusted_wall_ms")
     if wall is not None and samples and sum(samples) > float(wall) * 1.02 + 1.0:
         flags.append(f"the per-call times add up to {sum(samples):.1f} ms, more than the {float(wall):.1f} ms "
@@ -368,7 +370,8 @@ def run_solution(job: dict, job_dir: Path, context: dict, limits: Limits, on_rec
         forged = reader.forged
         remaining = [w for w in remaining if w["id"] not in finished_ids]
         if fatal:
-            fail_all("error", fatal.get("reason"), fatal.get("traceback"))
+            status = fatal.get("status") if fatal.get("status") in ("error", "failed", "crashed") else "error"
+            fail_all(status, fatal.get("reason"), fatal.get("traceback"))
             break
         if killed_for == "loading":
             fail_all("timeout", f"importing the solution took longer than the per-workload limit of "

@@ -63,6 +63,22 @@ def solution_payload(solution: Solution) -> dict:
             "kind": solution.kind, "path": str(solution.path), "source": solution.source}
 
 
+# A reported time under this share of the speed-of-light time (1.4x the calibrated peaks) is not
+# physics: the trusted side cannot reconcile it (timing_suspect), and it never reaches the tables.
+SOL_FLOOR = 0.7
+
+
+def below_speed_of_light(store: Store, record: dict) -> None:
+    if record.get("status") != "passed" or not record.get("median_ms"):
+        return
+    sol = store.sol_ms(record["task_id"], record["workload_id"], record["env_id"])
+    if sol and record["median_ms"] < SOL_FLOOR * sol:
+        reason = (f"reported median {record['median_ms'] * 1e3:.2f} us is under {SOL_FLOOR:g}x the speed-of-light "
+                  f"time {sol * 1e3:.2f} us of this workload on this GPU")
+        record["status"], record["reason"] = "timing_suspect", reason
+        record["flags"] = {**(record.get("flags") or {}), "timing": [reason]}
+
+
 def run_sweep(
     bench: Benchmark,
     store: Store,
@@ -128,6 +144,8 @@ def run_sweep(
                        "env_id": env["env_id"], "backend": backend, "solution": solution.label}
 
             def on_record(record: dict) -> None:
+                if backend == "cuda":
+                    below_speed_of_light(store, record)
                 log.write("evaluation", record)
                 store.add_evaluation(record)
                 result.records.append(record)

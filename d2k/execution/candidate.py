@@ -99,7 +99,14 @@ class Candidate:
             return {"ok": False, "reason": "backend cuda requested but torch sees no CUDA device"}
         if not self.interpreter and cmd.get("memory_fraction"):
             torch.cuda.set_per_process_memory_fraction(float(cmd["memory_fraction"]))
+        from d2k.execution import timing, wire
+
         self.guard = TimerGuard()  # the timing primitives, captured before any candidate code runs
+        for owner, attrs in ((timing.CudaTimer, ("measure", "flush_l2", "recording", "annotate")),
+                             (timing.WallTimer, ("measure",)), (timing, ("device_spans",)),
+                             (wire, ("perturb", "pack", "send", "recv", "tensor_bytes")), (Candidate, ("outputs", "time", "call"))):
+            for attr in attrs:
+                self.guard.protect(f"{getattr(owner, '__name__', owner)}.{attr}", owner, attr)
         _count_triton_launches()
         self.fn = _load(cmd["path"], cmd.get("entry_point", "run"), cmd.get("kind", "file"))
         self.guard.check()
@@ -188,9 +195,16 @@ class Candidate:
             # the decision comes after the call was issued: nothing the call did can depend on it
             self.reply({"op": "issued", "call": j})
             decision, _ = wire.recv(self.cmd_fd, 0)
+            kept.pop(decision.get("drop"), None)
             if decision.get("keep") and len(kept) < 8:
-                metas, out_blobs, facts = self.outputs(result, sets[i], returned, mutated)
-                kept[j] = (metas, out_blobs, facts)
+                # device-side copies, taken in stream order (no host sync inside the timing loop)
+                copies = result
+                if isinstance(result, torch.Tensor) and type(result) is torch.Tensor:
+                    copies = result.clone()
+                elif isinstance(result, (tuple, list)):
+                    copies = type(result)(r.clone() if type(r) is torch.Tensor else r for r in result)
+                written = {name: sets[i][name].clone() for name in mutated}
+                kept[j] = (copies, written)
 
         settings = cmd.get("settings", {})
         timer = WallTimer(self.guard, settings) if self.interpreter else CudaTimer("cuda", self.guard, settings)
@@ -199,7 +213,8 @@ class Candidate:
         timing["triton_launches"] = LAUNCHES["triton"] - launches
         header = {"ok": True, "timing": timing, "kept": []}
         out_blobs = []
-        for j, (metas, blobs_j, facts) in sorted(kept.items()):
+        for j, (result, written) in sorted(kept.items()):
+            metas, blobs_j, facts = self.outputs(result, written, returned, mutated)
             header["kept"].append({"call": j, "outputs": metas, "facts": facts})
             out_blobs.extend(blobs_j)
         sets.clear()

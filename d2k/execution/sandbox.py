@@ -76,12 +76,13 @@ def namespaces_available() -> bool:
 
 
 def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: str, limits: dict,
-         enabled: bool = True) -> tuple[list[str], dict, dict]:
+         enabled: bool = True, cache_dir: Path | None = None) -> tuple[list[str], dict, dict]:
     """The command prefix, the environment and the description of the layers that will apply.
 
     ``private_dir`` is mounted at /tmp/d2k-candidate inside; ``hide`` paths become empty;
-    ``read_only`` paths stay visible but unwritable. With ``enabled`` false (``--no-sandbox``) only
-    the process-level layers apply, and the metadata says so.
+    ``read_only`` paths stay visible but unwritable; ``cache_dir`` (this solution's own compiled
+    kernel cache, kept between runs) is mounted at /tmp/d2k-candidate/triton-cache. With ``enabled``
+    false (``D2K_SANDBOX=0``) only the process-level layers apply, and the metadata says so.
     """
     namespaces = enabled and namespaces_available()
     root_user = enabled and os.geteuid() == 0
@@ -121,6 +122,7 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
         "namespaces": namespaces, "drop_user": drop_user, "drop_caps": drop_caps, "private_dir": str(private_dir),
         "inside": INSIDE,
         "hide": [str(p) for p in hide if p.exists()], "read_only": [str(p) for p in read_only if p.exists()],
+        "cache_dir": str(cache_dir) if cache_dir else None,
         "limits": limits, "backend": backend,
     }
     prefix = []
@@ -128,8 +130,11 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
         prefix = [shutil.which("unshare"), "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
                   "--propagation", "private"]
     prefix += [sys.executable, "-m", "d2k.execution.sandbox", json.dumps(config), "--"]
+    if cache_dir is not None and not namespaces:
+        env["TRITON_CACHE_DIR"] = str(cache_dir)
     if drop_user:
-        os.chown(private_dir, NOBODY, NOBODY)
+        for path in [private_dir, *([cache_dir] if cache_dir else [])]:
+            os.chown(path, NOBODY, NOBODY)
     return prefix, env, {"layers": layers, "warnings": warnings, "root": root}
 
 
@@ -141,19 +146,20 @@ def _mount(*args: str) -> None:
 def _inside_mounts(config: dict) -> None:
     inside = config["inside"]
     # the private folder may itself lie under /tmp: hold it open while /tmp is replaced
-    fd = os.open(config["private_dir"], os.O_RDONLY | os.O_DIRECTORY)
-    os.set_inheritable(fd, True)
+    binds = [(config["private_dir"], inside)]
+    if config.get("cache_dir"):
+        binds.append((config["cache_dir"], f"{inside}/triton-cache"))
+    fds = []
+    for source, _ in binds:
+        fd = os.open(source, os.O_RDONLY | os.O_DIRECTORY)
+        os.set_inheritable(fd, True)
+        fds.append(fd)
     _mount("-t", "tmpfs", "-o", "mode=1777,size=8g", "tmpfs", "/tmp")
-    os.makedirs(inside, exist_ok=True)
-    subprocess.run(["mount", "--bind", f"/proc/self/fd/{fd}", inside], check=True, capture_output=True, pass_fds=(fd,))
-    os.close(fd)
-    for path in config["hide"]:
-        if not os.path.exists(path):
-            continue  # under /tmp, already replaced
-        if os.path.isdir(path):
-            _mount("-t", "tmpfs", "-o", "ro,size=4k,mode=000", "tmpfs", path)
-        else:
-            _mount("--bind", "/dev/null", path)
+    for fd, (_, target) in zip(fds, binds):
+        os.makedirs(target, exist_ok=True)
+        subprocess.run(["mount", "--bind", f"/proc/self/fd/{fd}", target], check=True, capture_output=True, pass_fds=(fd,))
+        os.close(fd)
+    # read-only binds first: a (non-recursive) bind made later would uncover what hides the content
     for path in config["read_only"]:
         if not os.path.exists(path):
             continue
@@ -162,6 +168,13 @@ def _inside_mounts(config: dict) -> None:
             _mount("-o", "remount,bind,ro", path)
         except subprocess.CalledProcessError:
             pass  # a path that cannot be bound stays as it was; hiding still applies
+    for path in config["hide"]:
+        if not os.path.exists(path):
+            continue  # under /tmp, already replaced
+        if os.path.isdir(path):
+            _mount("-t", "tmpfs", "-o", "ro,size=4k,mode=000", "tmpfs", path)
+        else:
+            _mount("--bind", "/dev/null", path)
     for shm in ("/dev/shm",):
         if os.path.isdir(shm):
             _mount("-t", "tmpfs", "-o", "size=1g", "tmpfs", shm)

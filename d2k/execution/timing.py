@@ -59,6 +59,10 @@ class TimerGuard:
                 "Event.synchronize": (torch.cuda.Event, "synchronize", torch.cuda.Event.synchronize),
             })
 
+    def protect(self, label: str, owner, attr: str) -> None:
+        """Also check that ``owner.attr`` is still what it is now (a harness function)."""
+        self.items[label] = (owner, attr, getattr(owner, attr))
+
     def check(self) -> None:
         for label, (owner, attr, original) in self.items.items():
             if getattr(owner, attr, None) is not original:
@@ -198,6 +202,7 @@ class CudaTimer:
         self.cycles_per_us = float(settings.get("hold_cycles_per_us", 2000.0))
         # the device span of each timed call from CUPTI activity records (see device_spans)
         self.device_span = bool(settings.get("device_span", False))
+        self.span_max_reps = int(settings.get("span_max_reps", 300))
         self._recording = False
 
     @contextlib.contextmanager
@@ -293,6 +298,8 @@ class CudaTimer:
         g.synchronize()
         estimate = max(min(s.elapsed_time(e) for s, e in probe_events), 1e-4)
         reps = int(min(self.max_reps, max(self.min_reps, self.budget_ms / estimate)))
+        if self.device_span:
+            reps = min(reps, int(self.span_max_reps))  # the profiler's trace grows with every call
         starts = [g.Event(enable_timing=True) for _ in range(reps)]
         ends = [g.Event(enable_timing=True) for _ in range(reps)]
         span = {}

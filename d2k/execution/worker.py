@@ -125,14 +125,18 @@ class CandidateProcess:
         self.private = job_dir / f"candidate-{index}"
         shutil.rmtree(self.private, ignore_errors=True)
         self.private.mkdir(parents=True)
-        for sub in ("triton-cache", "inductor-cache", "cache"):
+        for sub in ("inductor-cache", "cache"):
             (self.private / sub).mkdir()
         source = job["task"]["reference_path"] if solution["kind"] in ("reference", "compiled") else solution["path"]
         shutil.copyfile(source, self.private / "solution.py")
         settings = job.get("sandbox", {})
+        # this solution's compiled kernels are kept between runs, in a cache no other solution sees
+        cache = Path(settings["cache_root"]) / solution["solution_id"][:24] if settings.get("cache_root") else None
+        if cache is not None:
+            cache.mkdir(parents=True, exist_ok=True)
         prefix, env, self.meta = sandbox.plan(
             self.private, [Path(p) for p in settings.get("hide", [])], [Path(p) for p in settings.get("read_only", [])],
-            job["backend"], settings.get("limits", {}), enabled=settings.get("enabled", True))
+            job["backend"], settings.get("limits", {}), enabled=settings.get("enabled", True), cache_dir=cache)
         if self.meta["layers"]["unprivileged_user"]:
             for path in self.private.rglob("*"):
                 os.chown(path, sandbox.NOBODY, sandbox.NOBODY)
@@ -362,11 +366,12 @@ class Checker:
                 j = int(reply.get("call", -1))
                 seen += 1
                 keep = len(sample) < 3 or self.rng.random() < 3 / seen
+                drop = None
                 if keep and len(sample) >= 3:
-                    sample.pop(self.rng.randrange(len(sample)))
+                    drop = sample.pop(self.rng.randrange(len(sample)))
                 if keep:
                     sample.append(j)
-                self.candidate.send({"keep": keep})
+                self.candidate.send({"keep": keep, "drop": drop})
                 continue
             break
         wall_ms = (time.perf_counter() - started) * 1e3
@@ -376,6 +381,11 @@ class Checker:
             raise CandidateFailed(status, str(reply.get("reason", "timing failed")), reply.get("traceback"))
         timing = dict(reply.get("timing") or {})
         self.triton_launches += int(timing.pop("triton_launches", 0) or 0)
+        reps = len(timing.get("samples_ms") or [])
+        if reps == 0 or seen != reps:
+            # every timed call must be announced as it is issued (that is when the checked ones are chosen)
+            raise CheckFailed(f"the timing reported {reps} calls but announced {seen}: the timing loop was "
+                              "replaced or bypassed")
         kept = reply.get("kept") or []
         checked = []
         if not self.is_reference:
@@ -460,7 +470,7 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
                           "memory_fraction": job.get("sandbox", {}).get("gpu_memory_fraction")})
         except CandidateFailed as exc:
             proc.close()
-            raise CandidateFailed(exc.status if exc.status == "crashed" else "error",
+            raise CandidateFailed(exc.status if exc.status in ("crashed", "failed") else "error",
                                   f"solution failed to import: {exc.reason}", exc.traceback) from None
         events.emit("loaded", durable=True)
         return proc
@@ -468,7 +478,7 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
     try:
         candidate = start_candidate()
     except CandidateFailed as exc:
-        events.emit("fatal", reason=exc.reason, traceback=exc.traceback, durable=True)
+        events.emit("fatal", status=exc.status, reason=exc.reason, traceback=exc.traceback, durable=True)
         return 2
     for workload in job["workloads"]:
         events.emit("start", workload=workload["id"], durable=True)

@@ -1,0 +1,21 @@
+"""Finds the timer guard through gc and stops its clock, so every timed call reads as zero.
+expect: timing_suspect
+expect_gpu: passed
+reason: zero or negative
+"""
+import torch
+
+
+def _rms(x, w, eps):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w
+
+
+import gc
+
+
+def run(x, w, eps):
+    for obj in gc.get_objects():
+        if type(obj).__name__ == "TimerGuard":
+            obj.perf_counter = lambda: 0.0
+    return _rms(x, w, eps)

@@ -1,0 +1,63 @@
+"""The reward-hack corpus on the GPU (``pytest -m gpu``): the CPU corpus plus the GPU-only attacks
+(tests/adversarial/gpu/*.py), each on the rmsnorm smoke workload with the CUDA backend. A file's
+``expect_gpu:`` overrides ``expect:`` where the GPU path differs (the host clock does not time GPU
+calls). With ``D2K_CORPUS_TABLE`` set, the table of statuses is written there as JSON lines."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from d2k.content import Benchmark
+from d2k.runner import Limits
+from d2k.solutions import resolve
+from d2k.store import Store
+from d2k.sweep import Plan, run_sweep
+
+from test_corpus_cpu import SECRET, expectations
+
+HERE = Path(__file__).parent
+FILES = sorted((HERE / "cpu").glob("*.py")) + sorted((HERE / "gpu").glob("*.py"))
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def gpu_records(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    tmp = tmp_path_factory.mktemp("corpus-gpu")
+    os.environ["OPENAI_API_KEY"] = SECRET
+    bench = Benchmark.load(only=["rmsnorm"])
+    workload = [w for w in bench.select_workloads("rmsnorm", "smoke") if w.axes["H"] == 256]
+    plans = [Plan(resolve(bench, "rmsnorm", str(p)), workload) for p in FILES]
+    store = Store(tmp / "corpus.duckdb")
+    result = run_sweep(bench, store, plans, "cuda", "test", {}, limits=Limits(per_workload_s=120))
+    store.close()
+    by_name = {Path(p.solution.path).parent.name + "/" + Path(p.solution.path).name: p.solution.solution_id for p in plans}
+    records = {name: next(r for r in result.records if r["solution_id"] == sid) for name, sid in by_name.items()}
+    table = os.environ.get("D2K_CORPUS_TABLE")
+    if table:
+        with open(table, "w") as fh:
+            for name, r in sorted(records.items()):
+                fh.write(json.dumps({"file": name, "status": r["status"], "reason": (r["reason"] or "")[:200],
+                                     "kernel_less": r.get("kernel_less"), "timing_method": r.get("timing_method")}) + "\n")
+    return records
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}-{p.stem}" for p in FILES])
+def test_each_reward_hack_gets_its_status_on_the_gpu(gpu_records, path):
+    spec = expectations(path)
+    doc = path.read_text().split('"""')[1]
+    expect = next((line.split(":", 1)[1].strip() for line in doc.splitlines() if line.startswith("expect_gpu:")), spec["expect"])
+    record = gpu_records[f"{path.parent.name}/{path.name}"]
+    assert record["status"] == expect, f"{path.name}: {record['status']}: {record['reason']}"
+    if "reason" in spec and expect == spec["expect"]:
+        assert spec["reason"] in (record["reason"] or ""), record["reason"]
+    text = (record.get("reason") or "") + (record.get("traceback") or "")
+    for forbidden in spec["forbid"]:
+        assert forbidden not in text

@@ -1,0 +1,133 @@
+"""Faults of the execution path: timeouts, kills of the parent (SIGKILL, SIGINT), memory, stale
+probes. After any of them a re-run loses nothing, duplicates nothing and leaves no run 'running'."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import d2k_command
+from d2k.content import Benchmark
+from d2k.errors import D2KError
+from d2k.execution.probe import probe_environment
+from d2k.runner import Limits
+from d2k.solutions import resolve
+from d2k.store import Store
+from d2k.sweep import Plan, run_sweep
+
+RMS = '''
+import torch
+
+def _rms(x, w, eps):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w
+'''
+
+
+def _sweep(tmp_path, name: str, body: str, limits: Limits):
+    bench = Benchmark.load(only=["rmsnorm"])
+    smoke = sorted(bench.select_workloads("rmsnorm", "smoke"), key=lambda w: w.axes["H"], reverse=True)
+    path = tmp_path / f"{name}.py"
+    path.write_text(RMS + body)
+    store = Store(tmp_path / f"{name}.duckdb")
+    result = run_sweep(bench, store, [Plan(resolve(bench, "rmsnorm", str(path)), smoke)], "interpreter", "test", {}, limits=limits)
+    store.close()
+    return {r["workload_id"]: r for r in result.records}, [w.id for w in smoke]
+
+
+def test_a_timeout_fails_that_workload_only(tmp_path):
+    # hangs on the H = 256 workload (the first), answers the H = 100 one
+    body = "\nimport time\ndef run(x, w, eps):\n    if x.shape[1] == 256:\n        time.sleep(10_000)\n    return _rms(x, w, eps)\n"
+    records, order = _sweep(tmp_path, "hangs_once", body, Limits(per_workload_s=6))
+    assert records[order[0]]["status"] == "timeout" and "per-workload limit" in records[order[0]]["reason"]
+    assert records[order[1]]["status"] == "passed", records[order[1]]["reason"]
+
+
+def test_a_hanging_import_is_bounded_by_the_per_workload_limit(tmp_path):
+    body = "\nimport time\ntime.sleep(10_000)\ndef run(x, w, eps):\n    return _rms(x, w, eps)\n"
+    started = time.monotonic()
+    records, order = _sweep(tmp_path, "hangs_at_import", body, Limits(per_workload_s=5))
+    assert {r["status"] for r in records.values()} == {"timeout"}
+    assert "importing the solution" in records[order[0]]["reason"]
+    assert time.monotonic() - started < 5 + 60 + 60  # the limit plus the worker's own start, not 300 s
+
+
+def test_memory_exhaustion_fails_the_workload_and_the_next_runs_in_a_fresh_process(tmp_path):
+    # the interpreter's candidate has an address-space limit (32 GiB): 64 GiB cannot be had
+    body = ("\nimport torch\ndef run(x, w, eps):\n    if x.shape[1] == 256:\n"
+            "        hog = torch.empty(64 << 30, dtype=torch.uint8)\n        hog.fill_(1)\n    return _rms(x, w, eps)\n")
+    records, order = _sweep(tmp_path, "hog", body, Limits(per_workload_s=60))
+    assert records[order[0]]["status"] in ("error", "crashed")
+    assert "memory" in records[order[0]]["reason"].lower() or "alloc" in records[order[0]]["reason"].lower()
+    assert records[order[1]]["status"] == "passed", records[order[1]]["reason"]
+
+
+def test_a_probe_never_reuses_an_earlier_answer(tmp_path, monkeypatch):
+    monkeypatch.setenv("D2K_WORKDIR", str(tmp_path / "work"))
+    env = probe_environment("interpreter", tmp_path / "work")
+    assert env["backend"] == "interpreter"
+    # a leftover (or forged) events file with an old answer sits where probes run
+    stale = tmp_path / "work" / "environment" / "events-0.jsonl"
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text(json.dumps({"event": "env", **env}) + "\n")
+    with pytest.raises(D2KError):
+        probe_environment("cuda", tmp_path / "work")  # no GPU here: the cuda probe must fail, not reuse
+
+
+def _rows(db: Path) -> tuple[list, list]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        evals = con.execute("SELECT solution_id, workload_id, count(*) FROM evaluations GROUP BY ALL").fetchall()
+        runs = con.execute("SELECT run_id, status FROM runs ORDER BY started_at").fetchall()
+    finally:
+        con.close()
+    return evals, runs
+
+
+def _workers_of(pid: int) -> list[int]:
+    """Live d2k worker or candidate processes whose command line names this test's work dir."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes()
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            if b"d2k.execution" in cmd and f"PPid:\t{pid}\n" in status:
+                out.append(int(entry.name))
+    return out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
+def test_killing_the_parent_loses_and_duplicates_nothing(tmp_path, sig):
+    db = tmp_path / "k.duckdb"
+    env = {**os.environ, "D2K_DB": str(db), "D2K_WORKDIR": str(tmp_path / "work")}
+    args = d2k_command("bench", "--tasks", "rmsnorm,silu_and_mul", "--solution", "naive")
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 240
+    # wait until the first evaluation is stored, then kill the parent mid-run
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        results = list((tmp_path / "work" / "runs").glob("*/results.jsonl"))
+        if results and '"record": "evaluation"' in results[0].read_text():
+            break
+    children = [p for p in _workers_of(proc.pid)]
+    os.kill(proc.pid, sig)
+    proc.wait(timeout=60)
+    time.sleep(2)
+    assert not [p for p in children if Path(f"/proc/{p}").exists() and b"d2k" in Path(f"/proc/{p}/cmdline").read_bytes()], \
+        "a worker outlived its parent"
+    finished = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    evals, runs = _rows(db)
+    assert all(n == 1 for *_, n in evals), "an evaluation was stored twice"
+    assert len(evals) == 2 * 2, evals  # two tasks x two smoke workloads, none lost
+    assert [status for _, status in runs] == ["interrupted", "finished"], runs
