@@ -25,8 +25,16 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.path}: {self.field}" if self.field else self.path
-        return f"{where}: {self.message}"
+        path, field, message = (_printable(str(x)) for x in (self.path, self.field, self.message))
+        where = f"{path}: {field}" if field else path
+        return f"{where}: {message}"
+
+
+def _printable(text: str) -> str:
+    """One line, whatever a file held: control characters (a key named "\r") are escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class ContentError(D2KError):

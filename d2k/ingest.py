@@ -136,7 +136,7 @@ def check_record(record: dict, where: str) -> str:
     kind = record.get("record")
     if kind is None:
         raise D2KError(f"{where}: record: missing (one of {', '.join(RECORD_TYPES)})")
-    if kind not in SCHEMAS:
+    if not isinstance(kind, str) or kind not in SCHEMAS:
         shown = kind if isinstance(kind, str) and len(kind) <= 40 else _json_type(kind)
         raise D2KError(f"{where}: record: unknown record type {shown!r} (one of {', '.join(RECORD_TYPES)})")
     for name, ((test, description), required) in SCHEMAS[kind].items():

@@ -53,6 +53,16 @@ KINDS = {
     "not": ({"signal"}, set()),
 }
 COMMON = {"kind", "note"}
+# fields the evaluation reads as text, numbers or lists: anything else is a problem here, not a crash there
+FIELD_TYPES = [
+    *[(f, (str,), "text") for f in ("name", "regex", "pattern", "scope", "where", "arg_contains", "keyword", "pointer",
+                                   "contains_call", "header_contains", "param", "feature", "note")],
+    *[(f, (int,), "an integer") for f in ("min", "max", "min_count", "min_configs")],
+    ("axis", (int, str), "an integer"),
+    ("rel_tol", (int, float), "a number"),
+    ("key_contains", (list,), "a list of text"),
+    ("in_loop", (bool,), "true or false"),
+]
 CUDA_FEATURE_NAMES = {"shared", "syncthreads", "shuffle", "pragma_unroll", "launch_bounds", "atomic", "vector_type"}
 
 
@@ -61,12 +71,24 @@ def check(signal, where: str = "") -> list[str]:
     if not isinstance(signal, dict):
         return [f"{where}: a signal must be a table"]
     kind = signal.get("kind")
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         return [f"{where}: unknown signal kind {kind!r} (known: {', '.join(sorted(KINDS))})"]
     required, optional = KINDS[kind]
     problems = [f"{where}: {kind} signal needs `{f}`" for f in sorted(required - set(signal))]
     extra = set(signal) - required - optional - COMMON
     problems += [f"{where}: {kind} signal has unknown field `{f}`" for f in sorted(extra)]
+    for f, types, wanted in FIELD_TYPES:
+        if f in signal and (not isinstance(signal[f], types) or isinstance(signal[f], bool) and bool not in types):
+            problems.append(f"{where}: {kind} signal field `{f}` must be {wanted}")
+    if isinstance(signal.get("key_contains"), list) and not all(isinstance(k, str) for k in signal["key_contains"]):
+        problems.append(f"{where}: {kind} signal field `key_contains` must be a list of text")
+    if isinstance(signal.get("pointer"), str):
+        try:
+            re.compile(signal["pointer"])
+        except re.error as exc:
+            problems.append(f"{where}: invalid regex in `pointer`: {exc}")
+    if problems:
+        return problems
     if kind in ("all", "any"):
         if not isinstance(signal.get("of"), list) or not signal["of"]:
             problems.append(f"{where}: `of` must be a non-empty list of signals")
