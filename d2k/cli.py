@@ -605,8 +605,8 @@ def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files of 
     from d2k.ingest import ingest as ingest_file
 
     store = _store(db)
-    try:
-        bench_content = _bench()
+    try:  # the content is stored alongside when it is valid; results are ingested either way
+        bench_content = _checked_bench()
     except D2KError:
         bench_content = None
     try:
