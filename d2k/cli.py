@@ -284,7 +284,7 @@ def eval_cmd(
 def bench(
     tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated task ids (default: all)."),
     solution: list[str] = typer.Option(["expert", "naive", "reference"], "--solution",
-                                       help="expert | naive | reference | compiled (torch.compile of the reference) | PATH; repeat for several."),
+                                       help="expert | naive | reference | compiled (torch.compile of the reference) | baselines (each library adapter in tasks/<id>/baselines/) | PATH; repeat for several."),
     workloads: str = typer.Option("auto", help="bench | smoke | all (auto: bench on a GPU, smoke on the interpreter)."),
     backend: str = typer.Option("auto", help="auto | cuda | interpreter."),
     force: bool = typer.Option(False, help="Re-run evaluations the store already holds."),
@@ -309,6 +309,11 @@ def bench(
                 continue
             if name == "reference" and backend != "cuda":
                 continue  # the reference is the comparison; timing it on the interpreter means nothing
+            if name == "baselines":
+                from d2k.solutions import baselines
+
+                plans.extend(Plan(b, selected) for b in baselines(bench_content, task_id) if selected)
+                continue
             if selected:
                 plans.append(Plan(resolve(bench_content, task_id, name), selected))
     if not plans:

@@ -370,7 +370,7 @@ def run_solution(job: dict, job_dir: Path, context: dict, limits: Limits, on_rec
         forged = reader.forged
         remaining = [w for w in remaining if w["id"] not in finished_ids]
         if fatal:
-            status = fatal.get("status") if fatal.get("status") in ("error", "failed", "crashed") else "error"
+            status = fatal.get("status") if fatal.get("status") in ("error", "failed", "crashed", "skipped") else "error"
             fail_all(status, fatal.get("reason"), fatal.get("traceback"))
             break
         if killed_for == "loading":

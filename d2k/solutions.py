@@ -17,7 +17,7 @@ class Solution:
     solution_id: str      # sha256 of the source text (the reference: of "reference:" + its text)
     task_id: str
     label: str            # expert | naive | reference | compiled | the path given
-    kind: str             # file | reference | compiled (torch.compile of the reference)
+    kind: str             # file | baseline (a library's adapter) | reference | compiled (torch.compile of the reference)
     path: Path
     source: str
 
@@ -28,7 +28,7 @@ def sha256(text: str) -> str:
 
 def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
     """``expert``, ``naive``, ``reference``, ``compiled`` (``torch.compile`` of the reference, a
-    baseline) or a path to a solution file."""
+    baseline) or a path to a solution file (under ``tasks/<id>/baselines/``: a library baseline)."""
     bench.task(task_id)
     task_dir = bench.task_dir(task_id)
     if name == "reference":
@@ -53,4 +53,16 @@ def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
         source = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise D2KError(f"{path} is not a UTF-8 text file") from None
-    return Solution(sha256(source), task_id, label, "file", path.resolve(), source)
+    kind = "file"
+    baselines = (task_dir / "baselines").resolve()
+    if path.resolve().parent == baselines:
+        # a production library's adapter (tasks/<id>/baselines/<name>.py): skipped, with the
+        # reason, where the library is not installed
+        kind, label = "baseline", f"baseline:{path.stem}"
+    return Solution(sha256(source), task_id, label, kind, path.resolve(), source)
+
+
+def baselines(bench: Benchmark, task_id: str) -> list[Solution]:
+    """The task's production-library baselines (``tasks/<id>/baselines/*.py``)."""
+    folder = bench.task_dir(task_id) / "baselines"
+    return [resolve(bench, task_id, str(p)) for p in sorted(folder.glob("*.py"))] if folder.is_dir() else []

@@ -329,7 +329,8 @@ class Store:
         ``flush_mode`` (GPU runs), a timed evaluation counts only if it was timed under that L2
         flush, so timings of the two flushes never stand side by side; rows from before the mode
         was recorded were timed with the zeroing flush (``write``)."""
-        sql = "SELECT DISTINCT workload_id FROM evaluations WHERE solution_id = ? AND env_id = ?"
+        # a skipped evaluation (a baseline's library was absent) is not done: it runs once the library is there
+        sql = "SELECT DISTINCT workload_id FROM evaluations WHERE solution_id = ? AND env_id = ? AND status <> 'skipped'"
         params = [solution_id, env_id]
         if flush_mode is not None:
             sql += (" AND (median_ms IS NULL OR coalesce(json_extract_string(timing, '$.l2_flush_mode'), 'write') = ?)")

@@ -249,6 +249,8 @@ class Candidate:
             except BaseException as exc:  # noqa: BLE001 - everything the solution raises is reported
                 name = type(exc).__name__
                 kind = "oom" if name == "OutOfMemoryError" else "tampered" if name == "TimerTampered" else "raised"
+                if op == "load" and isinstance(exc, ImportError) and cmd.get("kind") == "baseline":
+                    kind = "missing_library"  # a baseline whose library is absent here is skipped
                 header, out = {"ok": False, "kind": kind, "reason": f"{name}: {str(exc)[:500]}",
                                "traceback": traceback.format_exc()[-2000:]}, []
             header["seconds"] = round(time.perf_counter() - t0, 4)

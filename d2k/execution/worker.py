@@ -192,7 +192,7 @@ class CandidateProcess:
         reply, out = self.receive()
         if not reply.get("ok"):
             kind = reply.get("kind")
-            status = {"output": "failed", "tampered": "failed", "oom": "error"}.get(kind, "error")
+            status = {"output": "failed", "tampered": "failed", "oom": "error", "missing_library": "skipped"}.get(kind, "error")
             reason = str(reply.get("reason", "the candidate failed"))
             if kind == "oom":
                 reason = "out of memory: " + reason
@@ -470,7 +470,7 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
                           "memory_fraction": job.get("sandbox", {}).get("gpu_memory_fraction")})
         except CandidateFailed as exc:
             proc.close()
-            raise CandidateFailed(exc.status if exc.status in ("crashed", "failed") else "error",
+            raise CandidateFailed(exc.status if exc.status in ("crashed", "failed", "skipped") else "error",
                                   f"solution failed to import: {exc.reason}", exc.traceback) from None
         events.emit("loaded", durable=True)
         return proc

@@ -82,7 +82,9 @@ def corpus_run(tmp_path_factory):
 def test_each_reward_hack_gets_its_status(corpus_run, path):
     spec = expectations(path)
     record = corpus_run["records"][path.name]
-    assert record["status"] == spec["expect"], f"{path.name}: {record['status']}: {record['reason']}"
+    # "a|b": either, by the layers this machine allows (e.g. inside a pid namespace the candidate
+    # is its namespace's init and cannot kill itself)
+    assert record["status"] in spec["expect"].split("|"), f"{path.name}: {record['status']}: {record['reason']}"
     if "reason" in spec:
         assert spec["reason"] in (record["reason"] or ""), record["reason"]
     text = (record.get("reason") or "") + (record.get("traceback") or "")
@@ -101,6 +103,6 @@ def test_nothing_a_candidate_did_outlives_the_run(corpus_run):
     assert _processes_with("d2k-adversarial-daemon-7f3a9c") == []
     # exactly one stored row per solution, and no forged line in the run's results file
     assert len(corpus_run["rows"]) == corpus_run["solutions"] and all(n == 1 for _, n in corpus_run["rows"])
-    lines = Path(corpus_run["results_path"]).read_text().splitlines()
-    assert not any("FORGED-ROW-MARKER" in line for line in lines)
-    assert sum(json.loads(line)["record"] == "evaluation" for line in lines) == corpus_run["solutions"]
+    records = [json.loads(line) for line in Path(corpus_run["results_path"]).read_text().splitlines()]
+    assert not [r for r in records if r.get("reason") == "FORGED-ROW-MARKER"]  # (the marker is in a solution's source)
+    assert sum(r["record"] == "evaluation" for r in records) == corpus_run["solutions"]

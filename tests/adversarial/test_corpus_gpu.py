@@ -55,7 +55,7 @@ def test_each_reward_hack_gets_its_status_on_the_gpu(gpu_records, path):
     doc = path.read_text().split('"""')[1]
     expect = next((line.split(":", 1)[1].strip() for line in doc.splitlines() if line.startswith("expect_gpu:")), spec["expect"])
     record = gpu_records[f"{path.parent.name}/{path.name}"]
-    assert record["status"] == expect, f"{path.name}: {record['status']}: {record['reason']}"
+    assert record["status"] in expect.split("|"), f"{path.name}: {record['status']}: {record['reason']}"
     if "reason" in spec and expect == spec["expect"]:
         assert spec["reason"] in (record["reason"] or ""), record["reason"]
     text = (record.get("reason") or "") + (record.get("traceback") or "")

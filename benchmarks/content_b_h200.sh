@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Content B (issues 14-16) in one device call: calibrate, then eager reference, torch.compile of the
+# reference, each library baseline (tasks/<id>/baselines/), naive and expert on every bench workload
+# of the eleven new tasks, timed with the device span (timing v2) beside the event window.
+# Needs .whl (benchmarks/gpu_env.sh, plus fla-core, einops and gemlite) carried. Writes under $OUT.
+set -uo pipefail
+source benchmarks/gpu_env.sh
+python3 -m pip install -q --no-index --no-deps .whl/fla_core-*.whl .whl/einops-*.whl .whl/gemlite-*.whl 2>&1 | tail -2
+TASKS=${TASKS:-paged_decode_gqa,splitkv_decode_long_context,merge_attn_states,mla_decode,fp8_blockwise_gemm,w4a16_gemm,fused_moe_experts,causal_conv1d,mamba2_ssd_chunked,gdn_chunk_prefill,gdn_decode}
+SOLUTIONS=${SOLUTIONS:-expert naive baselines reference compiled}
+export D2K_TIMING=${D2K_TIMING:-'{"device_span": true, "flush_mode": "read"}'}
+python3 -m d2k calibrate > "$OUT/calibrate.log" 2>&1
+args=(); for s in $SOLUTIONS; do args+=(--solution "$s"); done
+start=$(date +%s)
+timeout "${BENCH_SECONDS:-480}" python3 -m d2k bench --tasks "$TASKS" "${args[@]}" --per-workload --timeout "${TIMEOUT:-120}" > "$OUT/bench.log" 2>&1
+echo "sweep wall time: $(( $(date +%s) - start )) s" | tee -a "$OUT/bench.log"
+COLUMNS=250 python3 -m d2k sql @analysis/queries/baselines_table.sql > "$OUT/table.txt" 2>&1
+python3 -m d2k sql "SELECT e.task_id, e.workload_id, s.label, e.status, e.median_ms, e.event_median_ms, e.span_median_ms, e.kernels_per_call, e.kernel_less, substr(e.reason, 1, 300) AS reason FROM evaluations e JOIN solutions s USING (solution_id) ORDER BY 1, 2, 3" --format json > "$OUT/evaluations.json"
+cp "$D2K_DB" "$OUT/content_b.duckdb" 2>/dev/null
+tail -40 "$OUT/bench.log"
