@@ -26,7 +26,8 @@ Design:
 - The regime decides the tiling: at H = 128 the op is tensor-core bound (about 2 * H flops per
   cached byte), so BLOCK_H = 64 with 8 warps, and the two head blocks of a sequence run side
   by side so the second read of each page hits L2; at H <= 16 it is bandwidth bound, so
-  BLOCK_H = 16 with 4 warps and loads of the (read-once) cache are marked evict-first.
+  BLOCK_H = 16 with 4 warps, more KV splits, deeper pipelines, and the pointer loads of the
+  (read-once) cache are marked evict-first.
 - Split-KV (flash-decoding): when B * head-blocks cannot fill the GPU, each sequence's tokens are
   cut into NUM_SPLITS chunks of whole BLOCK_N tiles handled by different programs (grid axis
   2); each writes an fp32 partial (o normalised by its own sum, lse in base 2) and a small
