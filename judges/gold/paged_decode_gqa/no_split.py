@@ -48,7 +48,7 @@ def _paged_decode_kernel(
     kvh = tl.program_id(1)
     p0 = tl.load(KV_INDPTR + b).to(tl.int64)
     p1 = tl.load(KV_INDPTR + b + 1).to(tl.int64)
-    seq_len = (p1 - p0 - 1) * PAGE_SIZE + tl.load(LAST_LEN + b)
+    seq_len = ((p1 - p0 - 1) * PAGE_SIZE + tl.load(LAST_LEN + b)).to(tl.int32)
 
     offs_h = tl.arange(0, BLOCK_H)
     offs_n = tl.arange(0, BLOCK_N)

@@ -110,8 +110,8 @@ def _splitkv_partial_kernel(
         return
     # equal chunks of this sequence, a multiple of ALIGN_N tokens each (none of them empty)
     per = tl.cdiv(tl.cdiv(seq_len, n_chunks), ALIGN_N) * ALIGN_N
-    lo = c * per
-    hi = tl.minimum(lo + per, seq_len)
+    lo = (c * per).to(tl.int32)                  # token offsets inside a sequence fit in int32
+    hi = tl.minimum(lo + per, seq_len).to(tl.int32)
 
     offs_h = tl.arange(0, BLOCK_H)
     offs_n = tl.arange(0, BLOCK_N)
@@ -180,7 +180,7 @@ def _splitkv_combine_kernel(
     m = tl.full([], float("-inf"), tl.float32)
     l = tl.zeros([], dtype=tl.float32)
     acc = tl.zeros([HEAD_DIM], dtype=tl.float32)
-    for s0 in range(0, n_chunks, BLOCK_S):
+    for s0 in range(0, n_chunks.to(tl.int32), BLOCK_S):
         cs = s0 + offs_s
         ok = cs < n_chunks
         it = (first + cs).to(tl.int64)
