@@ -11,11 +11,15 @@ Design (the op is a weight stream at M <= 16: 0.5 byte per weight is all the tra
   (64-128 rows) and the few tokens are its N operand (16..128): no MMA rows are wasted on
   padding tokens even at M = 1.
 * Unpack: one [BN, BK/8] load of int32 words; the 8 nibble planes are produced with shifts and
-  masks and interleaved back into K order with a tree of tl.join + one tl.reshape (no
-  per-nibble gathers, no replicated loads). On the GPU with bf16 operands the planes come out
-  of inline PTX using the exponent-bias trick: lop3 puts two nibbles under the bf16 exponent of
-  128 (0x4300) in one 32-bit register and one bf16x2 FMA subtracts 136 (128 + the zero point),
-  so 8 codes cost 4 lop3 + 3 shifts + 4 fma instead of 8 int->float conversions.
+  masks (no per-nibble gathers, no replicated loads) and either interleaved back into K order
+  with a tree of tl.join + one tl.reshape (one dot per K tile), or, as an autotuned
+  alternative, kept as planes, each dotted with the A^T rows k = 8 j + i it belongs to (A
+  split the same way with tl.split): then the planes feed the wgmma from registers and no
+  16-bit weight tile is staged through shared memory.
+* Conversion: on the GPU with bf16 operands the planes come out of inline PTX using the
+  exponent-bias trick: lop3 puts two nibbles under the bf16 exponent of 128 (0x4300) in one
+  32-bit register and one bf16x2 FMA subtracts 136 (128 + the zero point), so 8 codes cost
+  4 lop3 + 3 shifts + 4 fma instead of 8 int->float conversions.
 * BK divides the 128-wide group, so a K tile has one scale per column: the dot runs on exact
   (q - 8) values and the scale is applied once per tile to the fp32 partial,
   acc += dot(q - 8, A^T) * s[:, None].
@@ -103,11 +107,25 @@ def _unpack_kmajor(w, BN: tl.constexpr, BK: tl.constexpr, cty: tl.constexpr, MAG
 
 
 @triton.jit
+def _split_rows8(a, BK: tl.constexpr, BM: tl.constexpr):
+    """[BK, BM] -> the 8 row planes a_i[j, :] = a[8 j + i, :], i = 0..7 (inverse of the joins)."""
+    x = tl.reshape(tl.permute(tl.reshape(a, (BK // 8, 8, BM)), (0, 2, 1)), (BK // 8, BM, 2, 2, 2))
+    e, o = tl.split(x)            # lowest bit of i: even / odd rows
+    e0, e1 = tl.split(e)
+    o0, o1 = tl.split(o)
+    a0, a4 = tl.split(e0)
+    a2, a6 = tl.split(e1)
+    a1, a5 = tl.split(o0)
+    a3, a7 = tl.split(o1)
+    return a0, a1, a2, a3, a4, a5, a6, a7
+
+
+@triton.jit
 def _w4a16_kernel(
     a_ptr, wq_ptr, s_ptr, c_ptr, ws_ptr, count_ptr,
     M, N, K,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-    SPLIT_K: tl.constexpr, GROUP_SIZE: tl.constexpr, MAGIC: tl.constexpr,
+    SPLIT_K: tl.constexpr, PLANES: tl.constexpr, GROUP_SIZE: tl.constexpr, MAGIC: tl.constexpr,
 ):
     """C[tok, n] tiles of A . ((q - 8) * S): computed as C^T = W^T . A^T over a K slice."""
     tl.static_assert(GROUP_SIZE % BK == 0, "a K tile never straddles a scale group")
@@ -140,8 +158,23 @@ def _w4a16_kernel(
         w = tl.load(w_ptrs + (k0 // 8) * N, eviction_policy="evict_first")   # read once
         a = tl.load(a_ptrs + k0)
         s = tl.load(s_ptrs + (k0 // GROUP_SIZE) * N)
-        wd = _unpack_kmajor(w, BN, BK, cty, MAGIC)
-        part = tl.dot(wd, a)                                      # exact (q - 8), fp32 result
+        if PLANES:
+            # each nibble plane (k = 8 j + i) meets the A^T rows it belongs to: the planes stay
+            # in registers as the wgmma's A operand, no 16-bit weight tile goes through smem
+            tl.static_assert(BK // 8 >= 16, "a plane dot needs K >= 16")
+            p0, p1, p2, p3, p4, p5, p6, p7 = _nibble_planes(w, cty, MAGIC)
+            a0, a1, a2, a3, a4, a5, a6, a7 = _split_rows8(a, BK, BM)
+            part = tl.dot(p0, a0)
+            part = tl.dot(p1, a1, part)
+            part = tl.dot(p2, a2, part)
+            part = tl.dot(p3, a3, part)
+            part = tl.dot(p4, a4, part)
+            part = tl.dot(p5, a5, part)
+            part = tl.dot(p6, a6, part)
+            part = tl.dot(p7, a7, part)
+        else:
+            wd = _unpack_kmajor(w, BN, BK, cty, MAGIC)
+            part = tl.dot(wd, a)                                  # exact (q - 8), fp32 result
         acc += part * s.to(tl.float32)[:, None]                   # one scale per column
 
     c_ptrs = c_ptr + rm[None, :] * N + rn[:, None]
@@ -165,31 +198,40 @@ def _w4a16_kernel(
 
 def _configs():
     if _INTERPRET:
-        return [triton.Config({"BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 2}, num_warps=4, num_stages=2)]
+        return [triton.Config({"BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 2, "PLANES": False},
+                              num_warps=4, num_stages=2)]
 
-    def cfg(bm, bn, bk, split, stages, warps=4):
-        return triton.Config({"BM": bm, "BN": bn, "BK": bk, "SPLIT_K": split},
+    def cfg(bm, bn, bk, split, stages, warps=4, planes=False):
+        return triton.Config({"BM": bm, "BN": bn, "BK": bk, "SPLIT_K": split, "PLANES": planes},
                              num_warps=warps, num_stages=stages)
 
     out = []
     # Decode (BM 16/32): a weight stream. Aim for ~2-4 CTAs per SM over N tiles x SPLIT_K, each
-    # with enough words in flight (3-5 stages of 4-16 KB).
+    # with enough words in flight (3-5 stages of 4-16 KB). Both unpack forms are offered for
+    # BK = 128: joined [BN, BK] tile (one dot; the 16-bit tile is staged through shared memory
+    # for the wgmma) and nibble planes (8 dots; the planes feed the wgmma from registers, only
+    # the packed words and A are staged).
     for bm in (16, 32):
-        out += [
-            cfg(bm, 128, 128, 1, 4), cfg(bm, 128, 128, 2, 4), cfg(bm, 128, 128, 4, 4),
-            cfg(bm, 128, 128, 8, 4), cfg(bm, 128, 128, 16, 3),
-            cfg(bm, 64, 128, 2, 5), cfg(bm, 64, 128, 4, 5), cfg(bm, 64, 128, 8, 4),
-            cfg(bm, 256, 128, 4, 3, warps=8), cfg(bm, 256, 64, 8, 4, warps=8),
-            cfg(bm, 128, 64, 8, 5), cfg(bm, 128, 128, 4, 3, warps=8),
-        ]
+        for planes in (False, True):
+            out += [
+                cfg(bm, 128, 128, 2, 4, planes=planes), cfg(bm, 128, 128, 4, 4, planes=planes),
+                cfg(bm, 128, 128, 8, 4, planes=planes), cfg(bm, 128, 128, 16, 3, planes=planes),
+                cfg(bm, 64, 128, 4, 5, planes=planes), cfg(bm, 64, 128, 8, 4, planes=planes),
+                cfg(bm, 256, 128, 4, 3, warps=8, planes=planes),
+                cfg(bm, 128, 128, 4, 3, warps=8, planes=planes),
+            ]
+        out += [cfg(bm, 128, 64, 8, 5), cfg(bm, 256, 64, 8, 4, warps=8)]
     # Small batches (BM 64/128): still weight-bound at M = 128 only with few re-reads; keep
     # one token tile per program and split K to fill the SMs.
     for bm in (64, 128):
-        out += [
-            cfg(bm, 128, 128, 1, 3, warps=8), cfg(bm, 128, 128, 2, 3, warps=8),
-            cfg(bm, 128, 128, 4, 3, warps=8), cfg(bm, 64, 128, 2, 4), cfg(bm, 64, 128, 4, 4),
-            cfg(bm, 128, 64, 2, 4, warps=8),
-        ]
+        for planes in (False, True):
+            out += [
+                cfg(bm, 128, 128, 1, 3, warps=8, planes=planes),
+                cfg(bm, 128, 128, 2, 3, warps=8, planes=planes),
+                cfg(bm, 128, 128, 4, 3, warps=8, planes=planes),
+                cfg(bm, 64, 128, 2, 4, planes=planes), cfg(bm, 64, 128, 4, 4, planes=planes),
+            ]
+        out += [cfg(bm, 128, 64, 2, 4, warps=8)]
     return out
 
 
