@@ -18,8 +18,8 @@ sequences and heads: sequences are padded to the longest with g = 0, beta = 0, k
 leaves S unchanged. Contractions are elementwise multiplies and sums, never TF32 matmuls. On an
 H200 one step is ~8 small kernels, launch-bound: roughly 0.4-0.6 s for 8192 steps and 1.5-2.5 s for
 the 32768-token workload per call (the harness calls it four times per workload and solution);
-its time says nothing about a chunked kernel, and a chunked PyTorch formulation is the fair eager
-baseline to time.
+its time says nothing about a chunked kernel; baselines/chunked_torch.py is the chunked eager
+PyTorch form to time instead.
 """
 
 import torch

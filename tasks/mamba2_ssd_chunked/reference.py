@@ -14,7 +14,7 @@ This is the recurrence itself, stepped token by token in float32 (no chunking), 
 batch, heads, P and N; products are elementwise multiplies and sums (never TF32 matmuls). On an
 H200 one step is about five small kernels, so the reference takes roughly 8 µs x 5 x L: ~0.2 s
 for L = 4096, ~0.7 s for L = 16384 (it is launch-bound; its time says nothing about a chunked
-scan, and a chunked PyTorch formulation is the fair eager baseline to time).
+scan; baselines/chunked_torch.py is the chunked eager PyTorch form to time instead).
 """
 
 import math
