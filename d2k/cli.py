@@ -153,6 +153,14 @@ def tasks(as_json: bool = typer.Option(False, "--json", help="Print JSON instead
             "items": len(items), "edges": sum(len(i.depends_on) for i in items), "title": task.title,
         })
     if as_json:
+        for row in rows:
+            # what a solution's run() takes and returns (names, dtypes, shapes over the axes)
+            sig = bench.tasks[row["task"]].signature
+            row["entry_point"] = bench.tasks[row["task"]].entry_point
+            row["signature"] = {
+                "inputs": [t.model_dump(exclude_none=True, exclude_defaults=True) | {"name": t.name} for t in sig.inputs],
+                "outputs": [t.model_dump(exclude_none=True, exclude_defaults=True) | {"name": t.name} for t in sig.outputs],
+            }
         print(json.dumps(rows, indent=2))
         return
     cols = ["task", "catalog", "category", "bench", "smoke", "items", "edges", "title"]

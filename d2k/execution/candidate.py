@@ -141,6 +141,27 @@ class Candidate:
         metas, blobs = self.wire.pack(values)
         return metas, blobs, facts
 
+    def signature_mismatch(self, names: list[str]) -> str | None:
+        """Why ``run`` cannot take the task's arguments, in words, or None if it can."""
+        import inspect
+
+        try:
+            params = inspect.signature(self.fn).parameters
+        except (TypeError, ValueError):
+            return None
+        if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            return None
+        accepted = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        unknown = [n for n in names if n not in accepted]
+        missing = [n for n, p in params.items()
+                   if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n not in names]
+        if not unknown and not missing:
+            return None
+        return (f"run() does not take the task's arguments: the task passes {', '.join(names)}; "
+                f"run() expects {', '.join(accepted) or 'none'}"
+                + (f" (it has no parameter for {', '.join(unknown)})" if unknown else "")
+                + (f" (it needs {', '.join(missing)}, which the task does not pass)" if missing else ""))
+
     def call(self, cmd: dict, blobs: list) -> tuple[dict, list]:
         import torch
 
@@ -151,7 +172,13 @@ class Candidate:
         before = {k: self.wire.tensor_bytes(v).copy() for k, v in inputs.items()
                   if isinstance(v, torch.Tensor) and k not in mutated}
         launches = LAUNCHES["triton"]
-        result = self.fn(**inputs)
+        try:
+            result = self.fn(**inputs)
+        except TypeError as exc:
+            mismatch = self.signature_mismatch(list(inputs))
+            if mismatch:
+                return {"ok": False, "kind": "output", "reason": mismatch}, []
+            raise exc
         self.sync()
         self.guard.check()
         metas, out_blobs, facts = self.outputs(result, inputs, cmd.get("returned", []), mutated)
