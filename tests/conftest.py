@@ -37,3 +37,13 @@ def content_copy(tmp_path, monkeypatch):
 
 def d2k_command(*args):
     return [sys.executable, "-m", "d2k", *args]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under xdist (`-n auto`, `--dist loadgroup`), keep the tests that share a module-scoped fixture
+    (a sweep, a demo store) on one worker, so the fixture runs once instead of once per worker."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = getattr(info, "name2fixturedefs", {}) if info else {}
+        if any(d.scope == "module" for fixturedefs in defs.values() for d in fixturedefs):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
