@@ -24,7 +24,7 @@ from d2k.errors import D2KError
 from d2k.solutions import Solution, sha256
 from d2k.store import Store, _ts
 
-RECORD_TYPES = ("environment", "solution", "evaluation", "calibration")
+RECORD_TYPES = ("environment", "solution", "evaluation", "calibration", "sandbox")
 INT32, INT64 = 2**31 - 1, 2**63 - 1
 
 
@@ -96,6 +96,8 @@ SCHEMAS: dict[str, dict[str, tuple]] = {
         "copy_bytes_per_s": (NUM, False), "bf16_flops_per_s": (NUM, False), "fp8_flops_per_s": (NUM, False),
         "fp32_flops_per_s": (NUM, False), "details": (ANY, False),
     },
+    # the sandbox layers the run had (free-form metadata of the run, kept in runs.sandbox)
+    "sandbox": {},
 }
 # what two rows of the same eval_id must agree on to be the same measurement
 EVAL_IDENTITY = ("run_id", "solution_id", "workload_id", "env_id", "status", "median_ms", "n_samples")
@@ -157,8 +159,8 @@ def check_record(record: dict, where: str) -> str:
         env_id = record["env"].get("env_id")
         if not isinstance(env_id, str):
             raise D2KError(f"{where}: calibration.env.env_id: expected a string, got {_json_type(env_id)}")
-    if kind == "environment":
-        for name, value in record.items():  # the whole record is kept as the environment's info
+    if kind in ("environment", "sandbox"):
+        for name, value in record.items():  # the whole record is kept (the environment's info, the run's sandbox)
             if not _unicode_ok(value):
                 raise D2KError(f"{where}: environment.{name}: text with an unpaired surrogate (not valid Unicode)")
     return kind
@@ -326,7 +328,7 @@ def ingest(store: Store, bench: Benchmark | None, path: Path) -> dict:
     ``unchanged``: records the store already held."""
     if not path.is_file():
         raise D2KError(f"results file not found: {path}")
-    counts = {"environment": 0, "solution": 0, "evaluation": 0, "calibration": 0, "unchanged": 0}
+    counts = {"environment": 0, "solution": 0, "evaluation": 0, "calibration": 0, "sandbox": 0, "unchanged": 0}
     if path.suffix == ".json":
         return _ingest_calibration(store, bench, path, counts)
     records = read_records(path)
@@ -340,11 +342,18 @@ def ingest(store: Store, bench: Benchmark | None, path: Path) -> dict:
     }
     key = {"environment": "env_id", "solution": "solution_id", "calibration": "calibration_id", "evaluation": "eval_id"}
     run_ids = sorted({f["run_id"] for _, k, f in records if k == "evaluation"})
+    new_runs = sorted(set(run_ids) - _stored(store, "runs", "run_id", set(run_ids)))
+    sandboxes = []
+    for _, k, f in records:
+        if k == "sandbox" and f not in sandboxes:
+            sandboxes.append(f)
     with _Transaction(store):
         if bench is not None:
             store.sync_content(bench)
         done: set[tuple[str, str]] = set()
         for lineno, kind, record in records:
+            if kind == "sandbox":
+                continue  # applied to the run below
             ident = record[key[kind]]
             if ident in stored[kind] or (kind, ident) in done:
                 counts["unchanged"] += 1
@@ -371,4 +380,11 @@ def ingest(store: Store, bench: Benchmark | None, path: Path) -> dict:
                 "min(created_at), max(created_at), 'ingested', NULL, ? FROM evaluations "
                 "WHERE list_contains(?, run_id) AND run_id NOT IN (SELECT run_id FROM runs) GROUP BY run_id",
                 [str(path), run_ids]))
+        if sandboxes and new_runs:  # as the sweep records it: one summary, or the variants seen
+            sandbox = sandboxes[0] if len(sandboxes) == 1 else {"variants": sandboxes}
+            _insert(store, f"{path}", "sandbox", lambda: store.con.execute(
+                "UPDATE runs SET sandbox = ? WHERE list_contains(?, run_id) AND sandbox IS NULL",
+                [json.dumps(sandbox, default=str), new_runs]))
+    n_sandbox = sum(1 for _, k, _ in records if k == "sandbox")
+    counts["sandbox" if new_runs else "unchanged"] += n_sandbox
     return counts

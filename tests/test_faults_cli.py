@@ -62,9 +62,9 @@ def test_bad_line_in_the_middle_stores_nothing(tmp_path, db):
     ("truncated", None, ":5: not JSON at column 37: Unterminated string (a truncated file?)"),
     ("binary", b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", ":1: not UTF-8 text (a binary file?)"),
     ("not an object", b'[1, 2]\n', ":1: a list where a JSON object (one record) was expected"),
-    ("no record type", b'{"env_id": "x"}\n', ":1: record: missing (one of environment, solution, evaluation, calibration)"),
+    ("no record type", b'{"env_id": "x"}\n', ":1: record: missing (one of environment, solution, evaluation, calibration, sandbox)"),
     ("unknown record type", b'{"record": "evalution"}\n',
-     ":1: record: unknown record type 'evalution' (one of environment, solution, evaluation, calibration)"),
+     ":1: record: unknown record type 'evalution' (one of environment, solution, evaluation, calibration, sandbox)"),
     ("missing field", None, ":4: evaluation.run_id: missing (expected a string)"),
     ("wrong type", None, ":1: environment.env_id: expected a string, got the number 7"),
     ("NUL byte", b'{"record": "environment", "env_id": "a\x00"}\n', ":1: a NUL byte (a binary file?)"),
@@ -126,6 +126,21 @@ def test_forged_files_are_refused_and_change_nothing(tmp_path, db):
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT median_ms FROM evaluations WHERE eval_id = 'eval-env-a-0'").fetchone() == (1.0,)
     con.close()
+
+
+def test_sandbox_records_describe_the_run(tmp_path, db):
+    records = results_records(2)
+    sandbox = {"record": "sandbox", "layers": ["pid", "net"], "warnings": []}
+    path = write_jsonl(tmp_path / "results.jsonl", [records[0], sandbox, *records[1:]])
+    out = d2k("ingest", str(path))
+    assert out.returncode == 0, out.stderr
+    assert "1 sandbox(s)" in out.stdout
+    con = duckdb.connect(str(db), read_only=True)
+    assert json.loads(con.execute("SELECT sandbox FROM runs").fetchone()[0]) == {"layers": ["pid", "net"], "warnings": []}
+    con.close()
+    before = counts(db)
+    assert d2k("ingest", str(path)).returncode == 0
+    assert counts(db) == before
 
 
 def test_second_environment_and_reingest_are_idempotent(tmp_path, db):
