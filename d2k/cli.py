@@ -382,7 +382,10 @@ def sql(
         path = Path(query[1:])
         if not path.is_file():
             raise D2KError(f"SQL file not found: {path}")
-        query = path.read_text()
+        try:
+            query = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            raise D2KError(f"{path} is not a readable UTF-8 text file") from None
     store = _existing_store(db, read_only=not write)
     try:
         cols, rows = store.query(query)
