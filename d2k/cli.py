@@ -127,7 +127,7 @@ class RichProgress:
         self.task = self.progress.add_task(self.label, total=total, current="")
 
     def workload(self, text: str) -> None:
-        self.progress.update(self.task, current=text)
+        self.progress.update(self.task, current=escape(text))  # a path like cand_[v2].py is not markup
 
     def advance(self) -> None:
         self.progress.advance(self.task)
