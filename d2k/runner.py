@@ -274,8 +274,12 @@ def _how(code: int | None) -> str:
     return f"was killed by {_signal_name(code)}" if code < 0 else f"exited with code {code}"
 
 
+class Cancelled(Exception):
+    """The sweep was stopped (Ctrl-C in another thread): the worker was killed."""
+
+
 def run_solution(job: dict, job_dir: Path, context: dict, limits: Limits, on_record, on_start=None,
-                 on_sandbox=None) -> list[dict]:
+                 on_sandbox=None, cancel=None) -> list[dict]:
     """Evaluate one solution on the job's workloads; ``on_record`` gets each finished record.
 
     Every workload of the job ends with exactly one record. A workload that times out or crashes
@@ -337,6 +341,9 @@ def run_solution(job: dict, job_dir: Path, context: dict, limits: Limits, on_rec
                 forged = reader.forged
                 if fatal or proc.poll() is not None:
                     break
+                if cancel is not None and cancel.is_set():
+                    _kill(proc)
+                    raise Cancelled()
                 now = time.monotonic()
                 if current is not None and now - current_since > limits.per_workload_s:
                     killed_for = "workload"

@@ -10,11 +10,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import queue
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from d2k import runner
+from d2k.errors import D2KError
 from d2k.execution.probe import probe_environment
 from d2k.content import Benchmark
 from d2k.job_payload import evaluation_job, timing_settings
@@ -61,6 +65,38 @@ class JsonlLog:
 def solution_payload(solution: Solution) -> dict:
     return {"solution_id": solution.solution_id, "task_id": solution.task_id, "label": solution.label,
             "kind": solution.kind, "path": str(solution.path), "source": solution.source}
+
+
+def visible_devices() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None and listed.strip():
+        return [d.strip() for d in listed.split(",") if d.strip()]
+    try:
+        import torch
+
+        return [str(i) for i in range(torch.cuda.device_count())] or ["0"]
+    except ImportError:
+        return ["0"]
+
+
+def parallel_workers(backend: str, jobs: int) -> int:
+    """How many solutions run at once: one per GPU (timings never share a device), or on the CPU
+    interpreter one per core up to 4 (``$D2K_WORKERS`` overrides either)."""
+    if os.environ.get("D2K_WORKERS"):
+        try:
+            wanted = int(os.environ["D2K_WORKERS"])
+        except ValueError:
+            raise D2KError(f"D2K_WORKERS must be a whole number, not {os.environ['D2K_WORKERS']!r}") from None
+        if wanted < 1:
+            raise D2KError("D2K_WORKERS must be at least 1")
+    elif backend == "cuda":
+        wanted = len(visible_devices())
+    else:
+        wanted = min(4, os.cpu_count() or 1)
+    if backend == "cuda":
+        wanted = min(wanted, len(visible_devices()))
+    return max(1, min(wanted, jobs or 1))
 
 
 # A reported time under this share of the speed-of-light time (1.4x the calibrated peaks) is not
@@ -133,10 +169,19 @@ def run_sweep(
                 for warning in summary["warnings"]:
                     progress.warn(f"sandbox: {warning}")
 
-    try:
-        for solution, workloads in todo:
+    lock = threading.Lock()        # the store, the log and the progress are written from several threads
+    cancel = threading.Event()
+    slots: queue.Queue = queue.Queue()
+    for slot in range(parallel_workers(backend, len(todo))):
+        slots.put(slot)
+
+    def evaluate(solution: Solution, workloads: list[Workload]) -> None:
+        slot = slots.get()
+        try:
             job_dir = run_dir / f"{solution.task_id}-{solution.label.replace('/', '_')[-40:]}-{solution.solution_id[:10]}"
             job = evaluation_job(bench, solution, workloads, backend, events_path="", timing=timing)
+            if backend == "cuda":
+                job["env"] = {"CUDA_VISIBLE_DEVICES": visible_devices()[slot]}  # one solution per GPU at a time
             if store.path != ":memory:":
                 store_path = Path(store.path).resolve()
                 job["sandbox"]["hide"] += [str(store_path), str(store_path) + ".wal"]
@@ -144,20 +189,44 @@ def run_sweep(
                        "env_id": env["env_id"], "backend": backend, "solution": solution.label}
 
             def on_record(record: dict) -> None:
-                if backend == "cuda":
-                    below_speed_of_light(store, record)
-                log.write("evaluation", record)
-                store.add_evaluation(record)
-                result.records.append(record)
-                if progress:
-                    progress.advance()
+                with lock:
+                    if backend == "cuda":
+                        below_speed_of_light(store, record)
+                    log.write("evaluation", record)
+                    store.add_evaluation(record)
+                    result.records.append(record)
+                    if progress:
+                        progress.advance()
 
-            def on_start(workload_id: str, solution=solution) -> None:
+            def on_start(workload_id: str) -> None:
                 if progress:
-                    progress.workload(f"{solution.task_id} · {solution.label} · {workload_id}")
+                    with lock:
+                        progress.workload(f"{solution.task_id} · {solution.label} · {workload_id}")
 
-            runner.run_solution(job, job_dir, context, limits, on_record, on_start, on_sandbox=on_sandbox)
+            def on_sandbox_locked(event: dict) -> None:
+                with lock:
+                    on_sandbox(event)
+
+            runner.run_solution(job, job_dir, context, limits, on_record, on_start, on_sandbox=on_sandbox_locked,
+                                cancel=cancel)
+        finally:
+            slots.put(slot)
+
+    try:
+        with ThreadPoolExecutor(max_workers=slots.qsize()) as pool:
+            futures = [pool.submit(evaluate, solution, workloads) for solution, workloads in todo]
+            try:
+                for future in as_completed(futures):
+                    future.result()
+            except BaseException:
+                cancel.set()  # the workers kill their processes and return
+                for future in futures:
+                    future.cancel()
+                raise
     except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    except runner.Cancelled:
         status = "interrupted"
         raise
     finally:
