@@ -13,8 +13,9 @@ expert MLP of every (token, expert) pair and the weighted combine over the top-k
 The products are accumulated in fp32. This reference rounds where an unfused PyTorch
 pipeline does: the gate/up GEMM output and h to the activation dtype, the down-GEMM output to
 the activation dtype, then sums the K weighted terms in fp32 and rounds y once. It groups the
-pairs by expert on the host (one argsort and one device-to-host copy of the counts) and runs
-two GEMMs per active expert.
+pairs by expert on the host (one argsort and one device-to-host copy of the counts), runs two
+GEMMs per active expert and writes each pair's weighted term to its own row before the sum
+over K (deterministic; no scatter-add).
 """
 import torch
 import torch.nn.functional as F
@@ -30,7 +31,7 @@ def reference(x, w1, w2, topk_weights, topk_ids):
     counts = torch.bincount(flat, minlength=E).tolist()
     tok = order // K
     wts = topk_weights.reshape(-1).float()[order]
-    y = torch.zeros((T, H), dtype=torch.float32, device=x.device)
+    terms = torch.empty((T * K, H), dtype=torch.float32, device=x.device)   # one row per pair
     start = 0
     for e, n in enumerate(counts):
         if n == 0:
@@ -40,8 +41,8 @@ def reference(x, w1, w2, topk_weights, topk_ids):
         gu = x[tok[sel]] @ w1[e].T                     # [n, 2I], activation dtype
         h = (F.silu(gu[:, :I].float()) * gu[:, I:].float()).to(x.dtype)
         o = h @ w2[e].T                                # [n, H], activation dtype
-        y.index_add_(0, tok[sel], o.float() * wts[sel, None])
-    return y.to(x.dtype)
+        terms[order[sel]] = o.float() * wts[sel, None]
+    return terms.view(T, K, H).sum(dim=1).to(x.dtype)
 
 
 ROUTER_BIAS_STD = 0.15   # per-expert popularity, in units of the per-token logit noise
