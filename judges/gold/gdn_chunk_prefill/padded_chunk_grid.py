@@ -138,8 +138,13 @@ def _gdn_wy_fwd(K_ptr, V_ptr, G_ptr, BETA, GC, W, U, CU, n_seq,
                   + tl.dot(a31, t10, input_precision=DOT_PRECISION)
                   + tl.dot(a32, t20, input_precision=DOT_PRECISION), input_precision=DOT_PRECISION)
 
-    # W = T (beta exp2(gc) k), block row by block row
+    # W = T (beta exp2(gc) k), block row by block row (the key blocks are re-read from L2 rather
+    # than kept live across the solve)
     dt = K_ptr.dtype.element_ty
+    k0 = tl.load(K_ptr + (r0 * Hqk + hk)[:, None] * K + o_k[None, :], mask=m0[:, None], other=0.0)
+    k1 = tl.load(K_ptr + (r1 * Hqk + hk)[:, None] * K + o_k[None, :], mask=m1[:, None], other=0.0)
+    k2 = tl.load(K_ptr + (r2 * Hqk + hk)[:, None] * K + o_k[None, :], mask=m2[:, None], other=0.0)
+    k3 = tl.load(K_ptr + (r3 * Hqk + hk)[:, None] * K + o_k[None, :], mask=m3[:, None], other=0.0)
     kd0 = (k0 * (b0 * tl.exp2(c0))[:, None]).to(dt)
     kd1 = (k1 * (b1 * tl.exp2(c1))[:, None]).to(dt)
     kd2 = (k2 * (b2 * tl.exp2(c2))[:, None]).to(dt)
