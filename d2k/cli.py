@@ -55,11 +55,10 @@ def _bench(only: list[str] | None = None):
 def _checked_bench(only: list[str] | None = None):
     """The content a command runs or judges, refused with the validator's lines if it is invalid
     (a dependency cycle, an undefined axis, ... must not surface as a traceback mid-run)."""
-    from d2k.content import ContentError, find_root
+    from d2k.content import ContentError
     from d2k.validate import validate
 
-    root = find_root()
-    problems, _ = validate(root, only=only)
+    problems, _ = validate(only=only)
     if problems:
         raise ContentError(problems)
     return _bench(only)
