@@ -146,11 +146,14 @@ class Spawned:
 def spawn(job: dict, job_dir: Path, attempt: int) -> Spawned:
     """Start a trusted worker on ``job``; its events file is new, and its key goes to its stdin."""
     job_dir = job_dir.resolve()
-    job_dir.mkdir(parents=True, exist_ok=True)
     events_path = job_dir / f"events-{attempt}-{uuid.uuid4().hex[:8]}.jsonl"
     job = {**job, "events_path": str(events_path)}
     job_path = job_dir / f"job-{attempt}.json"
-    job_path.write_text(json.dumps(job, indent=1))
+    try:
+        job_dir.mkdir(parents=True, exist_ok=True)
+        job_path.write_text(json.dumps(job, indent=1))
+    except OSError as exc:
+        raise D2KError(f"cannot write the job to {job_dir}: {exc.strerror or exc}") from None
     key = secrets.token_bytes(32)
     with open(job_dir / "stdout.log", "ab") as out, open(job_dir / "stderr.log", "ab") as err:
         proc = subprocess.Popen(

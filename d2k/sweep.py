@@ -51,12 +51,17 @@ class JsonlLog:
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
         self.fh = open(path, "a", encoding="utf-8")
 
     def write(self, record_type: str, payload: dict) -> None:
-        self.fh.write(json.dumps({"record": record_type, **payload}, default=str) + "\n")
-        self.fh.flush()
-        os.fsync(self.fh.fileno())
+        try:
+            self.fh.write(json.dumps({"record": record_type, **payload}, default=str) + "\n")
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+        except OSError as exc:
+            # e.g. a full disk: stop the run (what is not written is not stored, and a re-run redoes it)
+            raise D2KError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     def close(self) -> None:
         self.fh.close()
@@ -229,9 +234,15 @@ def run_sweep(
     except runner.Cancelled:
         status = "interrupted"
         raise
+    except BaseException:
+        status = "failed"
+        raise
     finally:
         store.finish_run(run_id, status)
-        log.close()
+        try:
+            log.close()
+        except OSError:
+            pass
     return result
 
 

@@ -131,3 +131,28 @@ def test_killing_the_parent_loses_and_duplicates_nothing(tmp_path, sig):
     assert all(n == 1 for *_, n in evals), "an evaluation was stored twice"
     assert len(evals) == 2 * 2, evals  # two tasks x two smoke workloads, none lost
     assert [status for _, status in runs] == ["interrupted", "finished"], runs
+
+
+def test_a_full_disk_stops_the_run_with_one_line_and_the_rerun_completes(tmp_path):
+    """The run folder on a 20 KiB filesystem: it fills up mid-run."""
+    import shutil
+
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare to mount a tiny filesystem")
+    small = tmp_path / "small"
+    small.mkdir()
+    db = tmp_path / "f.duckdb"
+    inner = " ".join(d2k_command("bench", "--tasks", "rmsnorm,silu_and_mul", "--solution", "naive"))
+    script = f"mount -t tmpfs -o size=20k tmpfs {small} && D2K_WORKDIR={small} D2K_DB={db} {inner}"
+    full = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=600)
+    assert full.returncode != 0
+    lines = [line for line in full.stderr.strip().splitlines() if line.strip()]
+    assert lines and "No space left on device" in lines[-1] and "Traceback" not in full.stderr, full.stderr[-1500:]
+    env = {**os.environ, "D2K_DB": str(db), "D2K_WORKDIR": str(tmp_path / "work")}
+    again = subprocess.run(d2k_command("bench", "--tasks", "rmsnorm,silu_and_mul", "--solution", "naive"),
+                           env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-1500:]
+    evals, runs = _rows(db)
+    assert len(evals) == 4 and all(n == 1 for *_, n in evals)
+    assert [status for _, status in runs] == ["failed", "finished"], runs
