@@ -232,7 +232,8 @@ def finalize(raw: dict, context: dict) -> dict:
     timing = dict(raw.get("timing") or {})
     events = [float(x) for x in timing.pop("samples_ms", []) or []]
     span = [float(x) for x in timing.get("span_samples_ms") or []]
-    primary_span = bool(span) and timing.get("primary") != "events"
+    # the span is primary only when every timed call's device work was found in the profile
+    primary_span = bool(span) and min(span) > 0 and timing.get("primary") != "events"
     flags = timing_flags({**timing, "samples_ms": events}, events)
     status = raw["status"]
     reason = raw.get("reason")
