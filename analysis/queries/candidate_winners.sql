@@ -5,7 +5,7 @@
 -- candidate is faster, its geometric-mean gain over the control, and whether it replaces the
 -- expert (replaces_expert): faster on every workload and by at least 1 % in the geometric mean
 -- (smaller gains are within run-to-run spread and do not pay for a rewrite). Fill it with
---   VARIANTS_DIR=benchmarks/candidates bash benchmarks/variants_h200.sh   (expert as control)
+--   VARIANTS_DIR=benchmarks/studies/<date>-<name>/candidates bash benchmarks/variants_h200.sh   (expert as control)
 -- then: d2k ingest …/results.jsonl; d2k sql @analysis/queries/candidate_winners.sql
 WITH ev AS (
     SELECT e.run_id, e.task_id, e.workload_id, e.env_id, e.solution_id, s.label, e.status,
