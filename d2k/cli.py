@@ -830,6 +830,28 @@ def experiment_status(
     _print_table(cols, rows, "experiment status")
 
 
+task_app = typer.Typer(help="Task authoring: scaffold a new task across its folders (docs/new_task.md).")
+app.add_typer(task_app, name="task")
+task_app.callback(invoke_without_command=True)(_needs_a_command)
+
+
+@task_app.command("new")
+def task_new(
+    task_id: str = typer.Argument(..., help="The new task's id (lower_snake_case)."),
+    catalog: Optional[str] = typer.Option(None, "--catalog", help="Catalog number TNN (default: the next free one)."),
+    title: Optional[str] = typer.Option(None, "--title", help="One-line title (default: a TODO)."),
+):
+    """Write a new task's files (task.toml, reference/expert/naive, workloads, rubric, gold manifest) with TODO markers."""
+    from d2k.content import find_root
+    from d2k.scaffold import MARKER, new_task
+
+    root = find_root()
+    for path in new_task(root, task_id, catalog=catalog, title=title):
+        console.print(str(path.relative_to(root)), highlight=False, markup=False)
+    console.print(f"next: resolve every {MARKER} marker (`d2k validate` lists the files left); see docs/new_task.md",
+                  highlight=False, markup=False, soft_wrap=True)
+
+
 def _usage_error_types() -> tuple[type, ...]:
     """The exceptions the command-line parser raises for a usage mistake: typer >= 0.29 has its own
     (typer.exceptions.TyperException), older typer re-raises click's."""

@@ -14,6 +14,7 @@ from d2k import exprs, perf
 from d2k.judge.signals import check as signal_check
 from d2k.content import ContentError, Problem, find_root, load_rubric, load_task, load_workloads, task_ids
 from d2k.schema import MAX_WORKLOAD_BYTES, TORCH_DTYPES, Rubric, Task, Workload
+from d2k.scaffold import unfinished
 
 
 def _functions(path: Path) -> dict[str, ast.FunctionDef] | str:
@@ -243,6 +244,7 @@ def validate(root: Path | None = None, only: list[str] | None = None) -> tuple[l
     seen_workloads: dict[str, str] = {}
     for task_id in ids:
         task = workloads = rubric = None
+        problems.extend(unfinished(root, task_id))  # TODO markers left by `d2k task new`
         try:
             task = load_task(root, task_id)
             stats["tasks"] += 1
