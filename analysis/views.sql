@@ -3,14 +3,20 @@
 -- (meta key views_version, and a column of every table `d2k analyze` computes from these views).
 -- Speed metrics use GPU evaluations only (backend = 'cuda'); interpreter timings never enter them.
 
+-- The order of "latest": newer created_at first, ties (the same microsecond) broken by the row's id.
+-- A number, so arg_max over it is cheap on a million evaluations.
+CREATE OR REPLACE MACRO recency(created_at, id) AS coalesce(epoch_us(created_at), 0) * 1000 + hash(id) % 1000;
+
 -- ============================================================================================
 -- Evaluations, speed and correctness of solutions
 -- ============================================================================================
 
--- The latest evaluation of each solution on each workload in each environment.
+-- The latest evaluation of each solution on each workload in each environment (by recency). An
+-- aggregate, not a window: it is the base of every speed view.
 CREATE OR REPLACE VIEW v_latest_evaluations AS
-SELECT * FROM evaluations
-QUALIFY row_number() OVER (PARTITION BY solution_id, workload_id, env_id ORDER BY created_at DESC, eval_id) = 1;
+SELECT e.* FROM evaluations e
+SEMI JOIN (SELECT arg_max(eval_id, recency(created_at, eval_id)) AS eval_id
+           FROM evaluations GROUP BY solution_id, workload_id, env_id) l ON l.eval_id = e.eval_id;
 
 -- The latest calibration of each environment.
 CREATE OR REPLACE VIEW v_calibration AS
@@ -25,31 +31,60 @@ SELECT solution_id, task_id, label, kind, created_at,
        row_number() OVER (PARTITION BY task_id, label ORDER BY created_at DESC, solution_id) = 1 AS latest
 FROM solutions;
 
--- Every latest evaluation with its workload's work, its speed-of-light time and SOL fraction.
+-- The speed-of-light time of each workload in each calibrated environment: max(flops / compute peak,
+-- bytes / copy bandwidth) with the peaks `d2k calibrate` measured there (the task's peak: bf16, fp8
+-- or fp32).
+CREATE OR REPLACE VIEW v_sol AS
+SELECT w.workload_id, c.env_id,
+       1e3 * greatest(coalesce(w.bytes / c.copy_bytes_per_s, 0),
+                      coalesce(w.flops / CASE t.peak WHEN 'fp8' THEN c.fp8_flops_per_s
+                                                     WHEN 'fp32' THEN c.fp32_flops_per_s
+                                                     ELSE c.bf16_flops_per_s END, 0)) AS sol_ms
+FROM workloads w
+JOIN tasks t ON t.task_id = w.task_id
+CROSS JOIN v_calibration c;
+
+-- Every latest evaluation (as v_latest_evaluations, computed for the columns used here) with its
+-- workload's work, its speed-of-light time and SOL fraction.
 -- SOL time = max(flops / compute peak, bytes / copy bandwidth), peaks from `d2k calibrate`.
 CREATE OR REPLACE VIEW v_evaluations AS
 SELECT
     e.eval_id, e.run_id, e.task_id, e.workload_id, w.tag, e.solution_id, s.label AS solution,
     e.env_id, e.backend, env.gpu_name, e.status, e.reason,
     e.median_ms, e.iqr_ms, e.n_samples, e.timing_method, e.seconds, w.flops, w.bytes,
-    try_cast(e.timing->>'$.host_issue_ms' AS DOUBLE) AS host_issue_ms,
+    e.host_issue_ms,
     -- the host needs as long to issue the call as the GPU to run it: launch overhead, not the
     -- kernel, bounds this solution's speed (the median is then less stable)
-    try_cast(e.timing->>'$.host_issue_ms' AS DOUBLE) >= e.median_ms AS host_bound,
+    e.host_issue_ms >= e.median_ms AS host_bound,
     CASE WHEN e.backend = 'cuda' AND e.median_ms > 0 THEN w.bytes / (e.median_ms * 1e-3) END AS achieved_bytes_per_s,
     CASE WHEN e.backend = 'cuda' AND e.median_ms > 0 THEN w.flops / (e.median_ms * 1e-3) END AS achieved_flops_per_s,
-    CASE WHEN e.backend = 'cuda' AND c.env_id IS NOT NULL THEN 1e3 * greatest(
-        coalesce(w.bytes / c.copy_bytes_per_s, 0),
-        coalesce(w.flops / CASE t.peak WHEN 'fp8' THEN c.fp8_flops_per_s
-                                       WHEN 'fp32' THEN c.fp32_flops_per_s
-                                       ELSE c.bf16_flops_per_s END, 0)) END AS sol_ms,
+    CASE WHEN e.backend = 'cuda' THEN sol.sol_ms END AS sol_ms,
     e.created_at
-FROM v_latest_evaluations e
+FROM (
+    SELECT solution_id, workload_id, env_id, backend,
+           arg_max(eval_id, k) AS eval_id, arg_max(run_id, k) AS run_id, arg_max(task_id, k) AS task_id,
+           arg_max(status, k) AS status, arg_max(reason, k) AS reason,
+           arg_max(median_ms, k) AS median_ms, arg_max(iqr_ms, k) AS iqr_ms, arg_max(n_samples, k) AS n_samples,
+           arg_max(timing_method, k) AS timing_method, arg_max(seconds, k) AS seconds,
+           arg_max(try_cast(timing->>'$.host_issue_ms' AS DOUBLE), k) AS host_issue_ms, max(created_at) AS created_at
+    FROM (SELECT *, recency(created_at, eval_id) AS k FROM evaluations)
+    GROUP BY solution_id, workload_id, env_id, backend
+) e
 JOIN workloads w USING (workload_id)
-JOIN tasks t ON t.task_id = e.task_id
 LEFT JOIN solutions s USING (solution_id)
 LEFT JOIN environments env USING (env_id)
-LEFT JOIN v_calibration c ON c.env_id = e.env_id;
+LEFT JOIN v_sol sol ON sol.workload_id = e.workload_id AND sol.env_id = e.env_id;
+
+-- The eager reference's latest GPU time per workload and environment, where it passed.
+CREATE OR REPLACE VIEW v_reference_times AS
+SELECT workload_id, env_id, median_ms FROM (
+    SELECT e.workload_id, e.env_id, arg_max(e.median_ms, recency(e.created_at, e.eval_id)) AS median_ms,
+           arg_max(e.status, recency(e.created_at, e.eval_id)) AS status
+    FROM evaluations e
+    SEMI JOIN solutions r ON r.solution_id = e.solution_id AND r.label = 'reference'
+    WHERE e.backend = 'cuda'
+    GROUP BY e.workload_id, e.env_id)
+WHERE status = 'passed';
 
 -- Per workload: each solution's GPU time against the reference's in the same environment. The
 -- speedup exists only for a passed evaluation with both times; a failed workload has none (the
@@ -63,9 +98,7 @@ SELECT
     CASE WHEN e.status = 'passed' AND e.median_ms > 0 THEN e.sol_ms / e.median_ms END AS sol_fraction,
     e.achieved_bytes_per_s, e.achieved_flops_per_s, e.created_at
 FROM v_evaluations e
-LEFT JOIN (SELECT workload_id, env_id, median_ms FROM v_evaluations
-           WHERE solution = 'reference' AND status = 'passed') r
-    ON r.workload_id = e.workload_id AND r.env_id = e.env_id
+LEFT JOIN v_reference_times r ON r.workload_id = e.workload_id AND r.env_id = e.env_id
 WHERE e.backend = 'cuda';
 
 -- Per task: a solution is correct on a task when it passed every bench workload. Its speedup is the
@@ -105,22 +138,29 @@ GROUP BY ALL;
 -- judge version or model replaces the older verdicts here; the verdicts table keeps them all).
 -- credit: implemented 1, partial 0.5, missing 0; undetermined and judge_error have none.
 CREATE OR REPLACE VIEW v_item_verdicts AS
-WITH runs AS (
-    SELECT solution_id, judge, judge_version, model, max(created_at) AS judged_at
-    FROM verdicts WHERE solution_id IS NOT NULL
-    GROUP BY solution_id, judge, judge_version, model
-    QUALIFY row_number() OVER (PARTITION BY solution_id, judge ORDER BY judged_at DESC, judge_version DESC, model) = 1
+WITH runs AS (     -- the newest run (judge version and model) of each judge on each solution
+    SELECT solution_id, judge,
+           arg_max(struct_pack(v := judge_version, m := model), struct_pack(t := judged_at, v := judge_version)) AS run
+    FROM (SELECT solution_id, judge, judge_version, model, max(created_at) AS judged_at
+          FROM verdicts WHERE solution_id IS NOT NULL
+          GROUP BY solution_id, judge, judge_version, model)
+    GROUP BY solution_id, judge
+), latest AS (     -- that run's verdict on each item
+    SELECT v.solution_id, v.judge, v.item_id,
+           arg_max(v.verdict_id, recency(v.created_at, v.verdict_id)) AS verdict_id
+    FROM verdicts v
+    JOIN runs r ON r.solution_id = v.solution_id AND r.judge = v.judge AND r.run.v = v.judge_version
+               AND r.run.m IS NOT DISTINCT FROM v.model
+    GROUP BY v.solution_id, v.judge, v.item_id
 )
 SELECT v.task_id, v.solution_id, s.label AS solution, v.item_id, d.level, d.title, d.weight, v.judge, v.judge_version,
        v.model, v.verdict,
        CAST(CASE v.verdict WHEN 'implemented' THEN 1 WHEN 'partial' THEN 0.5 WHEN 'missing' THEN 0 END AS DOUBLE) AS credit,
        v.strength, v.reason, v.evidence, v.created_at
 FROM verdicts v
-JOIN runs r ON r.solution_id = v.solution_id AND r.judge = v.judge AND r.judge_version = v.judge_version
-           AND r.model IS NOT DISTINCT FROM v.model
+SEMI JOIN latest l ON l.verdict_id = v.verdict_id
 LEFT JOIN solutions s ON s.solution_id = v.solution_id
-LEFT JOIN design_items d ON d.task_id = v.task_id AND d.item_id = v.item_id
-QUALIFY row_number() OVER (PARTITION BY v.solution_id, v.judge, v.item_id ORDER BY v.created_at DESC, v.verdict_id) = 1;
+LEFT JOIN design_items d ON d.task_id = v.task_id AND d.item_id = v.item_id;
 
 -- The latest verdict of the proposal judge on each item of each design proposal (DESIGN.md).
 CREATE OR REPLACE VIEW v_proposal_verdicts AS
@@ -141,37 +181,46 @@ QUALIFY row_number() OVER (PARTITION BY j.solution_id, j.judge ORDER BY j.create
 -- Each item's dependency-aware credit: its credit times the smallest product of credits along any
 -- chain of prerequisites below it (a chain stops at a prerequisite without a decided verdict, which
 -- counts 1: no evidence against it). The same rule as d2k/judge/graph.py, in SQL, so it can be
--- taken per level.
-CREATE OR REPLACE VIEW v_item_credit AS
+-- taken per level. Written once, as a table macro: item_credit(false) for every judged solution,
+-- item_credit(true) for the submissions of experiment attempts alone (the walk then starts small).
+CREATE OR REPLACE MACRO item_credit(submissions_only) AS TABLE
 WITH RECURSIVE
 edges AS (SELECT task_id, item_id, unnest(depends_on) AS prereq FROM design_items),
-decided AS (SELECT solution_id, judge, task_id, item_id, credit FROM v_item_verdicts WHERE credit IS NOT NULL),
-walk(solution_id, judge, task_id, item_id, node, factor) AS (
-    SELECT solution_id, judge, task_id, item_id, item_id, 1.0::DOUBLE FROM decided
+judged AS (
+    SELECT * FROM v_item_verdicts
+    WHERE NOT submissions_only OR solution_id IN (SELECT submission_id FROM attempts)
+),
+decided AS (SELECT hash(solution_id, judge) AS sid, item_id, task_id, credit FROM judged WHERE credit IS NOT NULL),
+walk(sid, task_id, item_id, node, factor) AS (
+    SELECT sid, task_id, item_id, item_id, 1.0::DOUBLE FROM decided
     UNION ALL
-    SELECT w.solution_id, w.judge, w.task_id, w.item_id, e.prereq, w.factor * p.credit
+    SELECT w.sid, w.task_id, w.item_id, e.prereq, w.factor * p.credit
     FROM walk w
     JOIN edges e ON e.task_id = w.task_id AND e.item_id = w.node
-    JOIN decided p ON p.solution_id = w.solution_id AND p.judge = w.judge AND p.item_id = e.prereq
+    JOIN decided p ON p.sid = w.sid AND p.item_id = e.prereq
 ),
-weakest AS (SELECT solution_id, judge, item_id, min(factor) AS factor FROM walk GROUP BY ALL)
+weakest AS (SELECT sid, item_id, min(factor) AS factor FROM walk GROUP BY ALL)
 SELECT v.task_id, v.solution_id, v.solution, v.judge, v.item_id, v.level, v.title, v.weight, v.verdict, v.credit,
        v.credit * w.factor AS aware_credit
-FROM v_item_verdicts v
-LEFT JOIN weakest w ON w.solution_id = v.solution_id AND w.judge = v.judge AND w.item_id = v.item_id;
+FROM judged v
+LEFT JOIN weakest w ON w.sid = hash(v.solution_id, v.judge) AND w.item_id = v.item_id;
+
+CREATE OR REPLACE VIEW v_item_credit AS SELECT * FROM item_credit(false);
 
 -- Per solution, judge and level: the weighted mean credit of the level's decided items (plain) and
 -- the same with dependency-aware credit. combined / dependency_aware of judge_scores are the mean of
 -- the levels present × 100.
-CREATE OR REPLACE VIEW v_solution_level_scores AS
+CREATE OR REPLACE MACRO level_scores(submissions_only) AS TABLE
 SELECT task_id, solution_id, judge, level,
        count(*) AS items,
        count(credit) AS decided,
        sum(weight * credit) / sum(weight) FILTER (WHERE credit IS NOT NULL) AS plain,
        sum(weight * aware_credit) / sum(weight) FILTER (WHERE aware_credit IS NOT NULL) AS dependency_aware
-FROM v_item_credit
+FROM item_credit(submissions_only)
 WHERE level IS NOT NULL
 GROUP BY ALL;
+
+CREATE OR REPLACE VIEW v_solution_level_scores AS SELECT * FROM level_scores(false);
 
 -- Items a solution implements (or partly) while one of their prerequisites is missing: one row per
 -- (solution, judge, item, missing prerequisite), from the latest verdicts.
@@ -208,6 +257,15 @@ LEFT JOIN n USING (experiment_id)
 LEFT JOIN cover c USING (experiment_id)
 GROUP BY ALL;
 
+-- Each attempt with its experiment's name and judge, nothing measured: the base of the views that
+-- read only verdicts (they need no evaluation).
+CREATE OR REPLACE VIEW v_attempt_submissions AS
+SELECT x.name AS experiment, a.attempt_id, a.model, a.task_id, a.condition, a.seed, a.status,
+       a.submission_id, a.proposal_id, ej.judge AS implementation_judge
+FROM attempts a
+JOIN experiments x USING (experiment_id)
+JOIN v_experiment_judge ej USING (experiment_id);
+
 -- One row per agent attempt, harness failures included (status 'failed': the attempt never
 -- returned a submission; it counts as incorrect, with implementation score 0).
 --   correct          finished, and the submission passed every stored evaluation of its code (its
@@ -224,17 +282,15 @@ CREATE OR REPLACE VIEW v_attempts AS
 WITH subs AS (
     SELECT DISTINCT submission_id AS solution_id FROM attempts WHERE submission_id IS NOT NULL
 ), sub_eval AS (   -- the latest evaluation of each submission per workload and environment
-    SELECT e.solution_id, e.workload_id, e.env_id, e.backend, e.status, e.median_ms
+    SELECT e.solution_id, e.workload_id, e.env_id,
+           arg_max(e.backend, recency(e.created_at, e.eval_id)) AS backend,
+           arg_max(e.status, recency(e.created_at, e.eval_id)) AS status,
+           arg_max(e.median_ms, recency(e.created_at, e.eval_id)) AS median_ms
     FROM evaluations e SEMI JOIN subs s ON s.solution_id = e.solution_id
-    QUALIFY row_number() OVER (PARTITION BY e.solution_id, e.workload_id, e.env_id ORDER BY e.created_at DESC, e.eval_id) = 1
+    GROUP BY e.solution_id, e.workload_id, e.env_id
 ), any_ev AS (
     SELECT solution_id, count(*) AS workloads, count(*) FILTER (WHERE status = 'passed') AS passed
     FROM sub_eval GROUP BY ALL
-), ref AS (        -- the reference's latest passed GPU time per workload and environment
-    SELECT e.workload_id, e.env_id, e.median_ms
-    FROM evaluations e SEMI JOIN solutions r ON r.solution_id = e.solution_id AND r.label = 'reference'
-    WHERE e.backend = 'cuda'
-    QUALIFY row_number() OVER (PARTITION BY e.workload_id, e.env_id ORDER BY e.created_at DESC, e.eval_id) = 1
 ), gpu AS (
     SELECT s.solution_id, s.env_id,
            count(*) AS bench_workloads,
@@ -243,7 +299,7 @@ WITH subs AS (
                            THEN r.median_ms / s.median_ms END))) AS speedup
     FROM sub_eval s
     JOIN workloads w ON w.workload_id = s.workload_id AND w.tag = 'bench'
-    LEFT JOIN ref r ON r.workload_id = s.workload_id AND r.env_id = s.env_id AND r.median_ms IS NOT NULL
+    LEFT JOIN v_reference_times r ON r.workload_id = s.workload_id AND r.env_id = s.env_id
     WHERE s.backend = 'cuda'
     GROUP BY s.solution_id, s.env_id
     QUALIFY row_number() OVER (PARTITION BY s.solution_id ORDER BY timed DESC, bench_workloads DESC, s.env_id) = 1
@@ -382,8 +438,8 @@ SELECT * EXCLUDE (pooled) FROM v_headline WHERE NOT pooled;
 CREATE OR REPLACE VIEW v_implementation_levels AS
 WITH per AS (
     SELECT a.experiment, a.model, a.condition, a.implementation_judge AS judge, l.level, l.plain, l.dependency_aware
-    FROM v_attempts a
-    JOIN v_solution_level_scores l ON l.solution_id = a.submission_id AND l.judge = a.implementation_judge
+    FROM v_attempt_submissions a
+    JOIN level_scores(true) l ON l.solution_id = a.submission_id AND l.judge = a.implementation_judge
 )
 SELECT experiment, scope AS model, condition, judge, level,
        count(*) AS submissions, avg(plain) AS plain, avg(dependency_aware) AS dependency_aware
@@ -402,7 +458,7 @@ WITH counts AS (
            count(*) FILTER (WHERE v.verdict = 'implemented') AS implemented,
            count(*) FILTER (WHERE v.credit IS NULL) AS undetermined,
            count(*) FILTER (WHERE v.verdict = 'missing') / nullif(count(v.credit), 0) AS miss_rate
-    FROM v_attempts a
+    FROM v_attempt_submissions a
     JOIN v_item_verdicts v ON v.solution_id = a.submission_id AND v.judge = a.implementation_judge
     GROUP BY ALL
 )
@@ -414,13 +470,13 @@ FROM counts;
 CREATE OR REPLACE VIEW v_prerequisite_gap_summary AS
 WITH judged AS (
     SELECT a.experiment, a.condition, a.task_id, count(DISTINCT a.submission_id) AS submissions
-    FROM v_attempts a
+    FROM v_attempt_submissions a
     SEMI JOIN v_item_verdicts v ON v.solution_id = a.submission_id AND v.judge = a.implementation_judge
     GROUP BY ALL
 )
 SELECT a.experiment, a.condition, g.task_id, g.level, g.item_id, g.prerequisite_level, g.prerequisite,
        count(DISTINCT g.solution_id) AS submissions_with_gap, any_value(j.submissions) AS judged_submissions
-FROM v_attempts a
+FROM v_attempt_submissions a
 JOIN v_prerequisite_gaps g ON g.solution_id = a.submission_id AND g.judge = a.implementation_judge
 JOIN judged j ON j.experiment = a.experiment AND j.condition = a.condition AND j.task_id = g.task_id
 GROUP BY ALL;
@@ -437,7 +493,7 @@ SELECT a.experiment, a.model, a.task_id, a.condition, a.attempt_id, d.level, d.i
             WHEN pv.verdict = 'missing' AND cv.verdict IN ('implemented', 'partial') THEN 'built, not designed'
             WHEN pv.verdict = 'missing' AND cv.verdict = 'missing' THEN 'neither'
             ELSE 'undecided' END AS outcome
-FROM v_attempts a
+FROM v_attempt_submissions a
 JOIN design_items d ON d.task_id = a.task_id
 LEFT JOIN v_proposal_verdicts pv ON pv.proposal_id = a.proposal_id AND pv.item_id = d.item_id
 LEFT JOIN v_item_verdicts cv ON cv.solution_id = a.submission_id AND cv.judge = a.implementation_judge

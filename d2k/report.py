@@ -213,10 +213,22 @@ def store_labels(store) -> dict:
     return labels
 
 
+# views several sections read: computed once per report into a temporary table of the session, the
+# view's name then pointing at it (the store is not changed; the definitions are the views')
+CACHED_VIEWS = ("v_item_verdicts",)
+
+
+def _cache_views(store) -> None:
+    for view in CACHED_VIEWS:
+        store.con.execute(f"CREATE OR REPLACE TEMP TABLE _report_{view} AS SELECT * FROM {view}")
+        store.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM temp._report_{view}")
+
+
 def build(store, root: Path, progress: Callable[[str], None] | None = None) -> list[SectionResult]:
     """Run every section's query against the store and draw its figure; ``progress`` hears each
     finished section."""
     files = query_files(root)
+    _cache_views(store)
     notes = _analysis_tables(store, {s.analysis for s in SECTIONS if s.analysis})
     results = []
     for section in SECTIONS:

@@ -11,13 +11,15 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
-from d2k import perf
-from d2k.content import Benchmark
 from d2k.errors import D2KError
-from d2k.solutions import Solution, sha256
+
+if TYPE_CHECKING:  # imported where used: `d2k sql` opens a store without loading pydantic models
+    from d2k.content import Benchmark
+    from d2k.solutions import Solution
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "sql"
 DEFAULT_DB = "d2k.duckdb"
@@ -170,7 +172,7 @@ class Store:
 
     def apply_views(self, views: Path | None = None) -> None:
         if views is None:
-            from d2k.content import find_root
+            from d2k.root import find_root
 
             try:
                 views = find_root() / "analysis" / "views.sql"
@@ -196,6 +198,9 @@ class Store:
     # -- content -----------------------------------------------------------------------------
     def sync_content(self, bench: Benchmark) -> None:
         """Upsert the loaded tasks, workloads and design items."""
+        from d2k import perf
+        from d2k.solutions import sha256
+
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
         con = self.con
         for task_id, task in bench.tasks.items():

@@ -15,6 +15,7 @@ SELECT task_id, workload_id, gpu_name,
        arg_min(solution, median_ms) FILTER (WHERE status = 'passed'
            AND solution IN ('reference', 'compiled', 'naive', 'expert')) AS fastest
 FROM v_workload_speedup
-WHERE tag = 'bench' AND solution_id IN (SELECT solution_id FROM v_solution_versions WHERE latest)
+WHERE tag = 'bench' AND solution IN ('reference', 'compiled', 'naive', 'expert')
+  AND solution_id IN (SELECT solution_id FROM v_solution_versions WHERE latest)
 GROUP BY ALL
 ORDER BY task_id, workload_id;

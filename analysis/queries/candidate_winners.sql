@@ -7,26 +7,26 @@
 -- (smaller gains are within run-to-run spread and do not pay for a rewrite). Fill it with
 --   VARIANTS_DIR=benchmarks/studies/<date>-<name>/candidates bash benchmarks/variants_h200.sh   (expert as control)
 -- then: d2k ingest …/results.jsonl; d2k sql @analysis/queries/candidate_winners.sql
-WITH ev AS (
-    SELECT e.run_id, e.task_id, e.workload_id, e.env_id, e.solution_id, s.label, e.status,
-           e.median_ms, e.created_at
+WITH ctrl AS (      -- the shipped expert's passed timings: the control of each run
+    SELECT e.run_id, e.workload_id, e.env_id, e.median_ms AS expert_ms
     FROM evaluations e
     JOIN solutions s USING (solution_id)
     JOIN workloads w USING (workload_id)
-    WHERE e.backend = 'cuda' AND w.tag = 'bench'
-), paired AS (
-    SELECT c.task_id, c.label AS solution, c.solution_id, c.run_id, c.workload_id, c.env_id,
-           c.status, c.median_ms, x.median_ms AS expert_ms, c.created_at
-    FROM ev c
-    JOIN ev x ON x.run_id = c.run_id AND x.workload_id = c.workload_id
-             AND x.label = 'expert' AND x.status = 'passed'
-    WHERE c.label NOT IN ('expert', 'naive', 'reference', 'compiled')
-), newest AS (
-    SELECT * FROM paired
-    QUALIFY run_id = first_value(run_id) OVER (PARTITION BY solution_id ORDER BY created_at DESC)
-), sol AS (
-    SELECT workload_id, env_id, any_value(sol_ms) AS sol_ms
-    FROM v_evaluations WHERE sol_ms IS NOT NULL GROUP BY ALL
+    WHERE e.backend = 'cuda' AND w.tag = 'bench' AND s.label = 'expert' AND e.status = 'passed'
+), newest_run AS (  -- each candidate's newest run that timed the control
+    SELECT e.solution_id, arg_max(e.run_id, e.created_at) AS run_id
+    FROM evaluations e
+    JOIN solutions s USING (solution_id)
+    SEMI JOIN ctrl x ON x.run_id = e.run_id AND x.workload_id = e.workload_id AND x.env_id = e.env_id
+    WHERE e.backend = 'cuda' AND s.label NOT IN ('expert', 'naive', 'reference', 'compiled')
+    GROUP BY e.solution_id
+), newest AS (      -- that run's candidate timings beside the control's
+    SELECT e.task_id, s.label AS solution, e.solution_id, e.run_id, e.workload_id, e.env_id, e.status, e.median_ms,
+           x.expert_ms
+    FROM evaluations e
+    JOIN solutions s USING (solution_id)
+    JOIN newest_run r ON r.solution_id = e.solution_id AND r.run_id = e.run_id
+    JOIN ctrl x ON x.run_id = e.run_id AND x.workload_id = e.workload_id AND x.env_id = e.env_id
 )
 SELECT n.task_id, regexp_replace(n.solution, '.*/', '') AS candidate,
        count(*) AS workloads,
@@ -38,6 +38,6 @@ SELECT n.task_id, regexp_replace(n.solution, '.*/', '') AS candidate,
        count(*) FILTER (WHERE n.status = 'passed' AND n.median_ms < n.expert_ms) = count(*)
          AND exp(avg(ln(n.expert_ms / n.median_ms)) FILTER (WHERE n.status = 'passed')) >= 1.01 AS replaces_expert
 FROM newest n
-LEFT JOIN sol ON sol.workload_id = n.workload_id AND sol.env_id = n.env_id
+LEFT JOIN v_sol sol ON sol.workload_id = n.workload_id AND sol.env_id = n.env_id
 GROUP BY ALL
 ORDER BY n.task_id, geomean_gain DESC;

@@ -11,7 +11,7 @@ SELECT what, value FROM (
     UNION ALL SELECT 7, 'correctness rate, ' || CASE backend WHEN 'cuda' THEN 'GPU' ELSE backend END,
            printf('%.1f %% (%d of %d passed)', 100.0 * count(*) FILTER (WHERE status = 'passed') / count(*),
                   count(*) FILTER (WHERE status = 'passed'), count(*))
-        FROM v_latest_evaluations GROUP BY backend
+        FROM v_evaluations GROUP BY backend
     UNION ALL SELECT 8, 'machines', (SELECT count(*) FROM environments)::VARCHAR
     UNION ALL SELECT 9, 'judge verdicts', (SELECT count(*) FROM verdicts)::VARCHAR
     UNION ALL SELECT 10, 'experiments, attempts', (SELECT count(*) FROM experiments)::VARCHAR || ', '
