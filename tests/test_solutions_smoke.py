@@ -14,7 +14,13 @@ CASES = [(t, s) for t in task_ids(find_root()) for s in ("expert", "naive")
 GOLD = sorted((p.parent.name, str(p)) for p in (find_root() / "judges" / "gold").glob("*/*.py"))
 
 
-@pytest.mark.parametrize("task_id, name", CASES + GOLD, ids=[f"{t}-{n.rsplit('/', 1)[-1]}" for t, n in CASES + GOLD])
+# The gold ablations (about a hundred files) are slow cases, run on demand (`pytest -m slow`): each
+# costs two process starts under the interpreter, and CI has two cores.
+PARAMS = [pytest.param(t, n, id=f"{t}-{n}") for t, n in CASES] + \
+         [pytest.param(t, n, id=f"{t}-{n.rsplit('/', 1)[-1]}", marks=pytest.mark.slow) for t, n in GOLD]
+
+
+@pytest.mark.parametrize("task_id, name", PARAMS)
 def test_passes_smoke_under_interpreter(tmp_path, task_id, name):
     bench = Benchmark.load(only=[task_id])
     smoke = bench.select_workloads(task_id, "smoke")
