@@ -248,6 +248,22 @@ class DesignItem(Strict):
     signals: list[dict[str, Any]] = Field(default_factory=list)   # all hold -> implemented
     partial: list[dict[str, Any]] = Field(default_factory=list)   # any holds -> at least partial
     no_static_evidence: str = ""   # why no signal can decide this item (then signals stay empty)
+    # what counts as partial; without it (or a "Partial: ..." sentence in the criterion) the item is
+    # binary (implemented or missing) and no judge verdict of partial is expected
+    partial_when: str = ""
+    binary: bool = False           # explicitly no partial (also: "Binary: no partial." in the criterion)
+
+    @property
+    def partial_defined(self) -> bool:
+        """Whether the item has a partial verdict: ``partial_when``, or a "Partial: ..." sentence in
+        its criterion; ``binary`` (or "Binary" in the criterion) says it has none."""
+        if self.binary:
+            return False
+        if self.partial_when.strip():
+            return True
+        if re.search(r"(?i)\bbinary\s*:", self.criterion):
+            return False
+        return bool(re.search(r"(?i)\bpartial(\s+credit)?\s*:", self.criterion))
 
     @model_validator(mode="after")
     def _level_matches_id(self):

@@ -200,6 +200,12 @@ def check_rubric(task_id: str, rubric: Rubric) -> list[Problem]:
                                     "no signals: give the static evidence, or say why there is none in `no_static_evidence`"))
         if (item.signals or item.partial) and item.no_static_evidence.strip():
             problems.append(Problem(rel, f"items.{item.id}.no_static_evidence", "set, but the item also has signals"))
+        if item.binary and item.partial_when.strip():
+            problems.append(Problem(rel, f"items.{item.id}.partial_when", "set, but the item is `binary` (no partial)"))
+        if item.partial and not item.partial_defined:
+            problems.append(Problem(rel, f"items.{item.id}.partial",
+                                    "partial signals, but the item defines no partial: say what counts as partial in "
+                                    "`partial_when` (or a \"Partial: ...\" sentence in the criterion), or drop them"))
         for group in ("signals", "partial"):
             for i, signal in enumerate(getattr(item, group)):
                 for message in signal_check(signal, f"items.{item.id}.{group}.{i}"):

@@ -14,9 +14,10 @@ from d2k.schema import DesignItem
 from test_judge_facts import TRITON
 
 
-def item(item_id, deps=(), sigs=(), partial=()):
+def item(item_id, deps=(), sigs=(), partial=(), partial_when=""):
     return DesignItem(id=item_id, level=int(item_id[1]), title=item_id, guidance="g" * 10, criterion="c" * 10,
-                      depends_on=list(deps), signals=list(sigs), partial=list(partial))
+                      depends_on=list(deps), signals=list(sigs), partial=list(partial),
+                      partial_when=partial_when or ("a weaker form" if partial else ""))
 
 
 def test_signal_check_rejects_unknown_kinds_and_fields():
@@ -51,7 +52,8 @@ def test_verdicts_from_signals():
     ]
     got = {v.item_id: v for v in judge(facts, items)}
     assert got["L1.tiled"].verdict == "implemented" and got["L1.tiled"].evidence[0]["line"] == 12
-    assert got["L1.split"].verdict == "partial"
+    # one of two signals holding is not a partial: the item defines none, so it is binary
+    assert got["L1.split"].verdict == "missing" and "binary" not in got["L1.split"].reason
     assert got["L2.ws"].verdict == "partial"
     assert got["L3.none"].verdict == "missing"
     assert got["L3.semantic"].verdict == "undetermined"
@@ -117,7 +119,7 @@ def test_judge_cli_stores_verdicts_and_scores(tmp_path):
 
 @pytest.mark.parametrize(
     "content, status",
-    [("def run(x)\n  return x\n", "unparseable"), ("", "empty"), ("import torch\ndef run(x, w, eps):\n    return x\n", "no_kernel")],
+    [("def run(x)\n  return x\n", "unparseable"), ("", "empty")],
 )
 def test_judge_cli_bad_files_report_a_status(tmp_path, content, status):
     path = tmp_path / "bad.py"
@@ -127,6 +129,17 @@ def test_judge_cli_bad_files_report_a_status(tmp_path, content, status):
     payload = json.loads(out.stdout)
     assert payload["status"] == status and payload["scores"] is None
     assert {v["verdict"] for v in payload["verdicts"]} == {"undetermined"}
+
+
+def test_judge_cli_a_kernel_less_solution_scores_zero(tmp_path):
+    path = tmp_path / "torch_only.py"
+    path.write_text("import torch\ndef run(x, w, eps):\n    return x\n")
+    out = d2k("judge", str(path), "--task", "rmsnorm", "--json")
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert payload["status"] == "no_kernel"
+    assert {v["verdict"] for v in payload["verdicts"]} == {"missing"}
+    assert payload["scores"]["combined"] == 0 and payload["scores"]["coverage"] == 1
 
 
 def test_judge_cli_binary_and_huge_files(tmp_path):

@@ -57,6 +57,8 @@ class Kernel:
     code: str = field(default="", repr=False)   # source with comments and strings blanked (for patterns)
     # CUDA-only features: name -> lines
     cuda: dict[str, list[int]] = field(default_factory=dict)
+    helper: bool = False      # a CUDA __device__ function (part of the kernels that call it)
+    callees: list[str] = field(default_factory=list)   # CUDA: functions it calls (launches included)
 
 
 _LEADING_NAME = re.compile(r"\s*\(?\s*([A-Za-z_]\w*)")   # the first name of an expression
@@ -75,23 +77,43 @@ def pointer_base(kernel: "Kernel", expr: str) -> str:
 
 
 @dataclass
+class Unit:
+    """A kernel as it runs: the entry kernel, the jit helpers / __device__ functions it calls, its
+    launch sites and the autotune configs it is launched with. Signals of one item are evaluated
+    inside one unit, so evidence from a backward kernel cannot decide a forward kernel's item."""
+    kernel: str
+    members: list[str]                                   # the kernel first, then its helpers
+    launches: list[Call] = field(default_factory=list)
+    configs: list[Call] = field(default_factory=list)
+    tuners: list[Call] = field(default_factory=list)     # triton.autotune calls (decorator or host-applied)
+
+
+@dataclass
 class SolutionFacts:
     path: str
-    status: str               # ok | unparseable | no_kernel | too_large | not_text | empty
+    status: str               # ok | unparseable | no_kernel | dead_code | too_large | not_text | empty
     detail: str = ""
-    kernels: list[Kernel] = field(default_factory=list)   # device kernels
-    host: Kernel | None = None                            # module code outside kernels
-    launches: list[Call] = field(default_factory=list)    # kernel[grid](...) sites
+    kernels: list[Kernel] = field(default_factory=list)   # device kernels reachable from the entry point
+    host: Kernel | None = None                            # reachable host code (module level + reachable functions)
+    launches: list[Call] = field(default_factory=list)    # kernel[grid](...) sites in reachable host code
     lines: int = 0
     text: str = field(default="", repr=False)             # the whole file
-    code: str = field(default="", repr=False)             # the file with comments and strings blanked
+    code: str = field(default="", repr=False)             # reachable code, comments and strings blanked
+    all_kernels: list[Kernel] = field(default_factory=list)   # every device kernel in the file
+    units: list[Unit] = field(default_factory=list)
+    entry: str | None = None
+    reach_note: str = ""      # how reachability was decided (no run(), a GPU profile, ...)
+    unreached: list[str] = field(default_factory=list)    # kernels in the file that nothing reachable launches
 
     @property
     def entry_kernels(self) -> list[Kernel]:
-        """Kernels no other kernel calls (device helper functions excluded)."""
+        """Reachable kernels no other kernel calls (jit helpers and __device__ functions excluded)."""
+        if self.units:
+            names = {u.kernel for u in self.units}
+            return [k for k in self.kernels if k.name in names]
         names = {k.name for k in self.kernels}
         called = {c.name.split(".")[-1] for k in self.kernels for c in k.calls} & names
-        return [k for k in self.kernels if k.name not in called or k.language == "cuda"]
+        return [k for k in self.kernels if not k.helper and (k.name not in called or k.language == "cuda")]
 
     @property
     def all_scopes(self) -> list[Kernel]:
@@ -118,7 +140,7 @@ def _python_query():
     from tree_sitter import Language, Query
 
     return Query(Language(tree_sitter_python.language()),
-                 "(comment) @blank (string) @blank (decorated_definition) @definition")
+                 "(comment) @blank (string) @blank (function_definition) @function")
 
 
 def _captures(query, node) -> dict:
@@ -240,11 +262,11 @@ def _py_params(fn) -> tuple[list[str], list[str]]:
     return params, constexprs
 
 
-def _python_facts(source: bytes, path: str) -> SolutionFacts:
+def _python_facts(source: bytes, path: str, entry: str | None, ran) -> SolutionFacts:
     py, _ = _parsers()
     tree = py.parse(source)
     root = tree.root_node
-    facts = SolutionFacts(path=path, status="ok", lines=source.count(b"\n") + 1, text=source.decode())
+    facts = SolutionFacts(path=path, status="ok", lines=source.count(b"\n") + 1, text=source.decode(), entry=entry)
     if root.has_error:
         bad = _first_error(root)
         facts.status, facts.detail = "unparseable", f"Python syntax error near line {bad}"
@@ -254,14 +276,25 @@ def _python_facts(source: bytes, path: str) -> SolutionFacts:
     blanks = found.get("blank", [])
     code = _blank_ranges(source, blanks)
     facts.code = code.decode("utf-8", "replace")
+    program = None
+    try:
+        from d2k.judge.program import Program
+
+        program = Program(facts.text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        facts.reach_note = f"Python's ast cannot read the file ({type(exc).__name__}): every kernel is judged"
+    jit_lines = {f.line for f in program.kernels()} if program is not None else None
     kernel_ranges = []
-    for node in sorted(found.get("definition", []), key=lambda n: n.start_byte):
-        decorators = [d for d in node.children if d.type == "decorator"]
-        fn = node.child_by_field_name("definition")
-        if fn is None or fn.type != "function_definition":
+    for fn in sorted(found.get("function", []), key=lambda n: n.start_byte):
+        node = fn.parent if fn.parent is not None and fn.parent.type == "decorated_definition" else fn
+        decorators = [d for d in node.children if d.type == "decorator"] if node is not fn else []
+        if jit_lines is not None:
+            if fn.start_point[0] + 1 not in jit_lines:
+                continue
+        elif not any(_is_triton_jit(_text(d)) for d in decorators):
             continue
-        if not any(_is_triton_jit(_text(d)) for d in decorators):
-            continue
+        if any(a <= node.start_byte and node.end_byte <= b for a, b in kernel_ranges):
+            continue   # a def nested in a kernel is part of it
         name = _text(fn.child_by_field_name("name"))
         kernel = Kernel(name=name, language="triton", line=fn.start_point[0] + 1, end_line=fn.end_point[0] + 1,
                         source=_text(node), source_line=node.start_point[0] + 1,
@@ -285,12 +318,174 @@ def _python_facts(source: bytes, path: str) -> SolutionFacts:
         if "[" in call.name and base.split(".")[-1] in kernel_names:
             facts.launches.append(call)
     # CUDA in Python strings
+    cuda_host: list[tuple[str, list[str]]] = []
     for string_node in blanks:
         if string_node.type == "string" and b"__global__" in string_node.text:
-            _cuda_into(facts, string_node.text, string_node.start_point[0], embedded=True)
+            cuda_host += _cuda_into(facts, string_node.text, string_node.start_point[0], embedded=True)
+    facts.all_kernels = list(facts.kernels)
     if not facts.kernels:
         facts.status, facts.detail = "no_kernel", "no @triton.jit or __global__ function found"
+        return facts
+    facts.program = program   # not a dataclass field: signals read values through it
+    _restrict(facts, program, entry, ran, cuda_host)
     return facts
+
+
+def _cuda_closure(roots: set[str], kernels: list[Kernel], cuda_host: list[tuple[str, list[str]]]) -> set[str]:
+    """CUDA functions reachable from ``roots`` through calls (kernel launches included)."""
+    callees = {name: set(c) for name, c in cuda_host}
+    for k in kernels:
+        if k.language == "cuda":
+            callees.setdefault(k.name, set()).update(k.callees)
+    out, stack = set(), list(roots)
+    while stack:
+        n = stack.pop()
+        if n in out or n not in callees:
+            continue
+        out.add(n)
+        stack.extend(callees[n])
+    return out
+
+
+def _restrict(facts: SolutionFacts, program, entry: str | None, ran, cuda_host) -> None:
+    """Keep only what runs: the kernels, host code and launches reachable from ``entry``."""
+    from d2k.judge import program as program_mod
+
+    cuda = [k for k in facts.all_kernels if k.language == "cuda"]
+    if program is None:
+        reached = {k.name for k in facts.all_kernels}
+        launched, helpers, dead_lines = {}, {}, []
+    else:
+        reach = program_mod.reachable(program, entry)
+        if reach.note:
+            facts.reach_note = "; ".join(x for x in (facts.reach_note, reach.note) if x)
+        reached = set(reach.kernels)
+        if cuda:
+            names = {k.name for k in cuda} | {n for n, _ in cuda_host}
+            roots: set[str] = set()
+            if reach.cuda_modules:
+                roots = {a for a in reach.cuda_attrs if a in names}
+                if not roots:   # the module's functions are not in the file: every __global__ may run
+                    roots = {k.name for k in cuda if not k.helper}
+            reached |= _cuda_closure(roots, cuda, cuda_host)
+        launched, helpers = reach.launched, reach.helpers
+        dead_lines = _dead_ranges(program, reach)
+    if ran is not None:
+        matched = {k.name for k in facts.all_kernels if not k.helper and any(k.name in r for r in ran)}
+        if matched:
+            confirmed = sorted(matched - reached)
+            reached |= matched
+            for k in matched:
+                reached |= helpers.get(k, set())
+            if cuda:
+                reached |= _cuda_closure(matched, cuda, cuda_host)
+            facts.reach_note = "; ".join(x for x in (facts.reach_note, "the GPU profile confirms " + ", ".join(sorted(matched))
+                                                     + (f" (added: {', '.join(confirmed)})" if confirmed else "")) if x)
+        elif len(ran) < 20:
+            reached = set()
+            facts.reach_note = "; ".join(x for x in (facts.reach_note, "none of the file's kernels ran in the GPU profile") if x)
+    facts.kernels = [k for k in facts.all_kernels if k.name in reached]
+    facts.unreached = [k.name for k in facts.all_kernels if k.name not in reached and not k.helper]
+    if not facts.kernels:
+        facts.status = "dead_code"
+        facts.detail = (f"no kernel is reachable from {entry}(): " if entry else "no kernel is reachable: ") + \
+            (", ".join(facts.unreached) + " never launched" if facts.unreached else "nothing launches a kernel")
+        return
+    # host code: module level and reachable functions only
+    if dead_lines:
+        def alive(line):
+            return not any(a <= line <= b for a, b in dead_lines)
+        facts.host.calls = [c for c in facts.host.calls if alive(c.line)]
+        facts.host.numbers = [n for n in facts.host.numbers if alive(n[1])]
+        lines = facts.code.split("\n")
+        for a, b in dead_lines:
+            for i in range(a - 1, min(b, len(lines))):
+                lines[i] = " " * len(lines[i])
+        facts.code = "\n".join(lines)
+    kernel_by = {k.name: k for k in facts.kernels}
+    # launches: by name (kernel[grid]) and through aliases the program resolved
+    launch_lines = {(call.lineno, kname) for kname, sites in launched.items() for _, call in sites}
+    unit_launches: dict[str, list[Call]] = {}
+    facts.launches = []
+    for c in facts.host.calls:
+        if "[" not in c.name and not c.name.endswith((".run", ".warmup")):
+            continue
+        base = c.name.split("[", 1)[0].split(".")[-1]
+        targets = {k for (line, k) in launch_lines if line == c.line and k in kernel_by}
+        if "[" in c.name and base in kernel_by:
+            targets.add(base)
+        if targets:
+            facts.launches.append(c)
+            for k in targets:
+                unit_launches.setdefault(k, []).append(c)
+    # units: each kernel that is launched (or reached from host code) with the helpers it calls
+    helper_names = set()
+    for k in facts.kernels:
+        if k.language == "triton":
+            helper_names |= helpers.get(k.name, set())
+    cuda_reached = {k.name for k in facts.kernels if k.language == "cuda"}
+    configs_all = [c for c in facts.host.calls if c.name.endswith("Config")]
+    facts.units = []
+    for k in facts.kernels:
+        if k.helper or (k.language == "triton" and k.name in helper_names and k.name not in unit_launches):
+            continue
+        if k.language == "cuda":
+            members = [k.name] + sorted((_cuda_closure({k.name}, facts.all_kernels, []) - {k.name}) & cuda_reached)
+        else:
+            members = [k.name] + sorted(helpers.get(k.name, set()) & set(kernel_by))
+        tuners, configs = _unit_configs(k, program, facts, configs_all) if k.language == "triton" else ([], [])
+        facts.units.append(Unit(k.name, members, unit_launches.get(k.name, []), configs, tuners))
+
+
+def _dead_ranges(program, reach) -> list[tuple[int, int]]:
+    """Line ranges of code that never runs: unreached functions and kernels, `__main__` blocks."""
+    out = []
+    for q, f in program.funcs.items():
+        if q == "<module>" or q in reach.functions:
+            continue
+        start = min([f.line] + [d.lineno for d in f.decorators])
+        out.append((start, f.end_line))
+    out += program.dead   # __main__ blocks, interpreter-only branches
+    return out
+
+
+def _unit_configs(kernel: Kernel, program, facts: SolutionFacts, configs_all: list[Call]) -> tuple[list[Call], list[Call]]:
+    """The autotune calls of a kernel (its decorator, or ``triton.autotune(...)(kernel)`` in host
+    code) and the triton.Config calls it is tuned over: in the decorator, or in what ``configs=``
+    names (a module list, a function building them); every reachable Config when unresolvable."""
+    import ast as ast_mod
+
+    own = [d for d in kernel.decorators if d.name.endswith("Config")]
+    tuners = [d for d in kernel.decorators if d.name.split(".")[-1] == "autotune"]
+    if not tuners and program is not None:
+        host_tuners = [c for c in facts.host.calls if c.name.split(".")[-1] == "autotune"]
+        for f in program.funcs.values():
+            for call in f.calls:
+                inner = call.func
+                if isinstance(inner, ast_mod.Call) and re.search(r"(^|\.)autotune$", ast_mod.unparse(inner.func)) \
+                        and any(isinstance(a, ast_mod.Name) and a.id == kernel.name for a in call.args):
+                    tuners += [c for c in host_tuners if c.line == inner.lineno]
+    if not tuners:
+        return [], own
+    if own or program is None:
+        return tuners, own or configs_all
+    spans = []
+    for tune in tuners:
+        text = tune.keywords.get("configs", tune.args[0] if tune.args else "")
+        try:
+            expr = ast_mod.parse(text, mode="eval").body
+        except SyntaxError:
+            return tuners, configs_all
+        spans.append((tune.line, tune.line + tune.text.count("\n")))
+        for n in ast_mod.walk(expr):
+            if isinstance(n, ast_mod.Name):
+                for q in program.by_name(n.id):
+                    f = program.funcs[q]
+                    spans.append((f.line, f.end_line))
+                for b in program.module.bindings.get(n.id, []):
+                    spans.append((b.value.lineno, getattr(b.value, "end_lineno", b.value.lineno)))
+    picked = [c for c in configs_all if any(a <= c.line <= b for a, b in spans)]
+    return tuners, picked or configs_all
 
 
 def _walk_host(node, host: Kernel, kernel_ranges):
@@ -338,7 +533,9 @@ CUDA_FEATURES = {
 }
 
 
-def _cuda_into(facts: SolutionFacts, raw: bytes, line_offset: int, embedded: bool) -> None:
+def _cuda_into(facts: SolutionFacts, raw: bytes, line_offset: int, embedded: bool) -> list[tuple[str, list[str]]]:
+    """Add the CUDA kernels (``__global__``) and device functions (``__device__``, as helpers) of a
+    source to ``facts``; return its host functions as (name, callees) for the call graph."""
     _, cu = _parsers()
     text = raw
     if embedded:
@@ -354,22 +551,35 @@ def _cuda_into(facts: SolutionFacts, raw: bytes, line_offset: int, embedded: boo
     source_lines = text.decode("utf-8", "replace").splitlines()
     blanked = _blank_non_code(text, tree.root_node)  # comments and strings are not evidence
     code_lines = blanked.decode("utf-8", "replace").splitlines()
+    host_functions = []
     for fn in _descendants(tree.root_node, "function_definition"):
-        head = text[fn.start_byte: fn.child_by_field_name("body").start_byte if fn.child_by_field_name("body") else fn.end_byte]
-        if b"__global__" not in head:
-            # tree-sitter-cuda may attach __global__ to a preceding node; look at the line too
-            line_text = source_lines[fn.start_point[0]] if fn.start_point[0] < len(source_lines) else ""
-            if "__global__" not in line_text:
-                continue
+        body = fn.child_by_field_name("body")
+        head = text[fn.start_byte: body.start_byte if body else fn.end_byte]
+        # tree-sitter-cuda may attach __global__ to a preceding node; look at the line too
+        line_text = source_lines[fn.start_point[0]] if fn.start_point[0] < len(source_lines) else ""
+        prev_text = source_lines[fn.start_point[0] - 1] if 0 < fn.start_point[0] <= len(source_lines) else ""
+        is_global = b"__global__" in head or "__global__" in line_text
+        is_device = not is_global and (b"__device__" in head or "__device__" in line_text
+                                       or ("__device__" in prev_text and "template" in prev_text))
         declarator = fn.child_by_field_name("declarator")
         name_node = declarator
         while name_node is not None and name_node.type not in ("identifier", "field_identifier"):
-            name_node = name_node.child_by_field_name("declarator")
+            inner_decl = name_node.child_by_field_name("declarator")
+            if inner_decl is None:   # qualified names (ns::f), operators: the last identifier
+                ids = list(_descendants(name_node, "identifier"))
+                name_node = ids[-1] if ids else None
+                break
+            name_node = inner_decl
         name = _text(name_node) if name_node is not None else "<cuda kernel>"
+        callees = sorted({_cuda_callee(c) for c in _descendants(fn, "call_expression")} - {""})
+        if not (is_global or is_device):
+            host_functions.append((name, callees))
+            continue
         start = fn.start_point[0] + 1 + line_offset
         kernel = Kernel(name=name, language="cuda", line=start, end_line=fn.end_point[0] + 1 + line_offset,
                         source=_text(fn), source_line=start,
-                        code=blanked[fn.start_byte:fn.end_byte].decode("utf-8", "replace"))
+                        code=blanked[fn.start_byte:fn.end_byte].decode("utf-8", "replace"),
+                        helper=is_device, callees=callees)
         params = fn.child_by_field_name("declarator")
         if params is not None:
             for p in _descendants(params, "parameter_declaration"):
@@ -386,6 +596,20 @@ def _cuda_into(facts: SolutionFacts, raw: bytes, line_offset: int, embedded: boo
             if hits:
                 kernel.cuda[feature] = hits
         facts.kernels.append(kernel)
+    return host_functions
+
+
+def _cuda_callee(call) -> str:
+    func = call.child_by_field_name("function")
+    if func is None:
+        return ""
+    if func.type == "identifier":
+        return _text(func)
+    ids = [n for n in _descendants(func, "identifier")] + [n for n in _descendants(func, "field_identifier")]
+    if func.type in ("template_function", "qualified_identifier") and ids:
+        name = func.child_by_field_name("name")
+        return _text(name) if name is not None and name.type == "identifier" else _text(ids[-1])
+    return _text(ids[-1]) if ids else ""
 
 
 def _walk_cuda(node, kernel: Kernel, depth: int, loop_stack: list[Loop], line_offset: int):
@@ -418,8 +642,11 @@ def _walk_cuda(node, kernel: Kernel, depth: int, loop_stack: list[Loop], line_of
 
 
 # -- entry point ---------------------------------------------------------------------------------
-def extract(source: bytes | str, path: str = "<solution>") -> SolutionFacts:
-    """Facts of one solution file. Never raises on bad input: the status says what was wrong."""
+def extract(source: bytes | str, path: str = "<solution>", entry: str | None = "run", ran=None) -> SolutionFacts:
+    """Facts of one solution file, restricted to what ``entry`` reaches (every host function is an
+    entry when the file has no ``entry``; ``entry=None`` makes that so). ``ran``: kernel names a GPU
+    profile saw run (optional), which confirm or add kernels. Never raises on bad input: the status
+    says what was wrong."""
     if isinstance(source, str):
         source = source.encode("utf-8", "surrogateescape")
     if len(source) > MAX_BYTES:
@@ -432,17 +659,33 @@ def extract(source: bytes | str, path: str = "<solution>") -> SolutionFacts:
         source.decode("utf-8")
     except UnicodeDecodeError as exc:
         return SolutionFacts(path, "not_text", f"not UTF-8 text (byte {exc.start})")
+    ran = {str(r) for r in ran} if ran is not None else None
     if path.endswith((".cu", ".cuh")):
         facts = SolutionFacts(path=path, status="ok", lines=source.count(b"\n") + 1, text=source.decode())
         facts.code = _blank_non_code(source, _parsers()[1].parse(source).root_node).decode("utf-8", "replace")
-        _cuda_into(facts, source, 0, embedded=False)
-        if not facts.kernels:
+        facts.host = Kernel(name="<host>", language="host", line=1, end_line=facts.lines)
+        cuda_host = _cuda_into(facts, source, 0, embedded=False)
+        facts.all_kernels = list(facts.kernels)
+        if not any(not k.helper for k in facts.kernels):
             facts.status, facts.detail = "no_kernel", "no __global__ function found"
+            return facts
+        # a .cu file has no Python entry point: its host functions (the bindings' targets) are the roots
+        roots = {n for n, _ in cuda_host} or {k.name for k in facts.kernels if not k.helper}
+        reached = _cuda_closure(roots, facts.kernels, cuda_host)
+        facts.reach_note = "a CUDA file: every host function is an entry"
+        facts.kernels = [k for k in facts.all_kernels if k.name in reached]
+        facts.unreached = [k.name for k in facts.all_kernels if k.name not in reached and not k.helper]
+        if not facts.kernels:
+            facts.status, facts.detail = "dead_code", "no host function launches a __global__ kernel"
+            return facts
+        names = {k.name for k in facts.kernels}
+        facts.units = [Unit(k.name, [k.name] + sorted((_cuda_closure({k.name}, facts.kernels, []) - {k.name}) & names))
+                       for k in facts.kernels if not k.helper]
         return facts
-    return _python_facts(source, path)
+    return _python_facts(source, path, entry, ran)
 
 
-def extract_file(path) -> SolutionFacts:
+def extract_file(path, entry: str | None = "run", ran=None) -> SolutionFacts:
     from pathlib import Path
 
     p = Path(path)
@@ -450,6 +693,6 @@ def extract_file(path) -> SolutionFacts:
         size = p.stat().st_size
         if size > MAX_BYTES:
             return SolutionFacts(str(path), "too_large", f"{size / 2**20:.1f} MB is over the {MAX_BYTES // 2**20} MB limit")
-        return extract(p.read_bytes(), str(path))
+        return extract(p.read_bytes(), str(path), entry, ran)
     except OSError as exc:
         return SolutionFacts(str(path), "not_text", f"cannot read: {exc.strerror}")

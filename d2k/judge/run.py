@@ -60,7 +60,8 @@ def judge_source(bench: Benchmark, task_id: str, source: bytes | str, path: str,
     items = bench.items(task_id)
     if not items:
         raise D2KError(f"task {task_id} has no design rubric items")
-    facts = facts_mod.extract(source, path)
+    ran = profile_kernel_names(store, solution_id) if store is not None else None
+    facts = facts_mod.extract(source, path, entry=bench.task(task_id).entry_point, ran=ran)
     verdicts = static.judge(facts, items)
     version, model = static.VERSION, None
     if judge in ("llm", "hybrid"):
@@ -74,8 +75,34 @@ def judge_source(bench: Benchmark, task_id: str, source: bytes | str, path: str,
         cached = {} if force or store is None else cached_verdicts(store, solution_id, None, judge, version, model, program_hash)
         verdicts = code_judge.judge_code(bench.task(task_id), items, facts, verdicts, context.runner, program,
                                          program_hash, judge, cached)
-    scores = graph.score(items, {v.item_id: v.verdict for v in verdicts}) if facts.status == "ok" else None
+    scored = facts.status == "ok" or facts.status in static.NOT_RUN   # nothing of its own runs: every item 0
+    scores = graph.score(items, {v.item_id: v.verdict for v in verdicts}) if scored else None
     return Judgement(task_id, solution_id, facts.status, facts.detail, verdicts, scores, judge, version, model)
+
+
+def profile_kernel_names(store, solution_id: str) -> set[str] | None:
+    """Kernel names the GPU profiles of this solution's evaluations saw run (evaluations.timing ->
+    '$.profile.kernel_names'); None when no profile was recorded (the judge then relies on the
+    static call graph alone)."""
+    try:
+        _, rows = store.query(
+            "SELECT json_extract(timing, '$.profile.kernel_names') FROM evaluations "
+            "WHERE solution_id = ? AND timing IS NOT NULL", [solution_id])
+    except Exception:  # an old store without the column or the table: no profile
+        return None
+    names: set[str] = set()
+    seen = False
+    for (value,) in rows:
+        if value is None:
+            continue
+        try:
+            listed = json.loads(value) if isinstance(value, str) else value
+        except ValueError:
+            continue
+        if isinstance(listed, list):
+            seen = True
+            names.update(str(n) for n in listed)
+    return names if seen else None
 
 
 def cached_verdicts(store, solution_id, proposal_id, judge, version, model, program_hash) -> dict[str, Verdict]:

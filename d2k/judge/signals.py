@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # the `regex` module (a dependency of dspy) for pattern signals: the same syntax as `re`, plus a
 # timeout, so a backtracking pattern cannot hang the judge on an unusual file
@@ -37,27 +37,32 @@ import regex as regex_module
 from d2k.judge.facts import Call, Kernel, SolutionFacts, pointer_base
 
 KINDS = {
-    "call": ({"name"}, {"in_loop", "keyword", "arg_contains", "pointer", "scope", "min_count"}),
+    "call": ({"name"}, {"in_loop", "keyword", "arg_contains", "arg_value", "arg_index", "pointer", "pointer_depends",
+                        "scope", "min_count"}),
     "keyword": ({"name"}, {"value", "where"}),
+    "value": ({"of"}, {"at", "varies", "depends_on", "min", "max"}),
     "autotune": (set(), {"key_contains", "min_configs"}),
     "constexpr": ({"pattern"}, set()),
     "pattern": ({"regex"}, {"scope"}),
     "constant": ({"value"}, {"rel_tol", "scope"}),
     "kernels": (set(), {"min", "max"}),
-    "loop": (set(), {"contains_call", "header_contains"}),
+    "loop": (set(), {"contains_call", "header_contains", "bound_from"}),
     "store_to_input": (set(), {"param"}),
     "program_id": ({"axis"}, set()),
     "cuda": ({"feature"}, set()),
-    "all": ({"of"}, set()),
-    "any": ({"of"}, set()),
+    "all": ({"of"}, {"across"}),
+    "any": ({"of"}, {"across"}),
     "not": ({"signal"}, set()),
 }
 COMMON = {"kind", "note"}
 # fields the evaluation reads as text, numbers or lists: anything else is a problem here, not a crash there
 FIELD_TYPES = [
     *[(f, (str,), "text") for f in ("name", "regex", "pattern", "scope", "where", "arg_contains", "keyword", "pointer",
-                                   "contains_call", "header_contains", "param", "feature", "note")],
-    *[(f, (int,), "an integer") for f in ("min", "max", "min_count", "min_configs")],
+                                   "contains_call", "header_contains", "param", "feature", "note", "at", "depends_on",
+                                   "arg_value", "bound_from", "pointer_depends")],
+    *[(f, (int,), "an integer") for f in ("min_count", "min_configs", "arg_index")],
+    *[(f, (int, float), "a number") for f in ("min", "max")],
+    *[(f, (bool,), "true or false") for f in ("varies", "across")],
     ("axis", (int, str), "an integer"),
     ("rel_tol", (int, float), "a number"),
     ("key_contains", (list,), "a list of text"),
@@ -87,9 +92,27 @@ def check(signal, where: str = "") -> list[str]:
             re.compile(signal["pointer"])
         except re.error as exc:
             problems.append(f"{where}: invalid regex in `pointer`: {exc}")
+    for f in ("depends_on", "arg_value", "bound_from", "pointer_depends"):
+        if isinstance(signal.get(f), str):
+            try:
+                regex_module.compile(signal[f])
+            except regex_module.error as exc:
+                problems.append(f"{where}: invalid regex in `{f}`: {exc}")
+    if kind == "value":
+        if not isinstance(signal.get("of"), str):
+            problems.append(f"{where}: value signal field `of` must be text (a keyword or parameter name)")
+        else:
+            try:
+                re.compile(signal["of"])
+            except re.error as exc:
+                problems.append(f"{where}: invalid regex in `of`: {exc}")
+        if signal.get("at", "any") not in ("launch", "config", "any"):
+            problems.append(f"{where}: value signal field `at` must be launch, config or any")
+        if not any(f in signal for f in ("varies", "depends_on", "min", "max")):
+            problems.append(f"{where}: value signal needs one of `varies`, `depends_on`, `min`, `max`")
     if problems:
         return problems
-    if kind in ("all", "any"):
+    if kind in ("all", "any") and "of" in signal:
         if not isinstance(signal.get("of"), list) or not signal["of"]:
             problems.append(f"{where}: `of` must be a non-empty list of signals")
         else:
@@ -139,17 +162,50 @@ class Result:
     weak: bool = False
 
 
+
+@dataclass
+class Context:
+    """Where kernel-scope signals look: the kernels of one unit (an entry kernel and its helpers),
+    that kernel's launches and autotune configs. ``pooled`` contexts see every reachable kernel."""
+    kernels: list[Kernel]
+    launches: list[Call]
+    configs: list[Call]
+    unit: str = "<all kernels>"
+    tuners: list[Call] = field(default_factory=list)
+
+
+def pooled(facts: SolutionFacts) -> Context:
+    configs = [c for c in (facts.host.calls if facts.host else []) if c.name.endswith("Config")]
+    configs += [d for k in facts.kernels for d in k.decorators if d.name.endswith("Config")]
+    tuners = [d for k in facts.kernels for d in k.decorators if d.name.split(".")[-1] == "autotune"]
+    tuners += [c for c in (facts.host.calls if facts.host else []) if c.name.split(".")[-1] == "autotune"]
+    return Context(list(facts.kernels), list(facts.launches), configs, tuners=tuners)
+
+
+def contexts(facts: SolutionFacts) -> list[Context]:
+    """One context per unit (entry kernel with its helpers); one pooled context when there are none."""
+    if not facts.units:
+        return [pooled(facts)]
+    by_name = {k.name: k for k in facts.kernels}
+    out = []
+    for u in facts.units:
+        kernels = [by_name[m] for m in u.members if m in by_name]
+        configs = list(u.configs) + [d for k in kernels for d in k.decorators if d.name.endswith("Config")]
+        out.append(Context(kernels, list(u.launches), configs, u.kernel, list(u.tuners)))
+    return out
+
+
 def _name_matches(pattern: str, name: str) -> bool:
     base = name.split("[", 1)[0]
     return base == pattern or base.endswith("." + pattern)
 
 
-def _scopes(facts: SolutionFacts, scope: str) -> list[Kernel]:
+def _scopes(facts: SolutionFacts, ctx: Context, scope: str) -> list[Kernel]:
     if scope == "host":
         return [facts.host] if facts.host else []
     if scope == "any":
-        return facts.all_scopes
-    return facts.kernels
+        return [*ctx.kernels, *([facts.host] if facts.host else [])]
+    return ctx.kernels
 
 
 def _line_snippet(kernel: Kernel, line: int, fallback: str = "") -> str:
@@ -161,12 +217,195 @@ def _line_snippet(kernel: Kernel, line: int, fallback: str = "") -> str:
     return fallback[:160]
 
 
-def evaluate(signal: dict, facts: SolutionFacts) -> Result:
+# -- values through the program (d2k/judge/program.py) ----------------------------------------------
+def _program(facts: SolutionFacts):
+    return getattr(facts, "program", None)
+
+
+def _scope_at(program, line: int, kernel: str | None = None):
+    """The innermost function of the program holding ``line`` (a kernel's own Func when named)."""
+    if kernel:
+        for f in program.funcs.values():
+            if f.kernel and f.name == kernel:
+                return f
+    best = program.module
+    for f in program.funcs.values():
+        if f.qualname != "<module>" and f.line <= line <= f.end_line and (best is program.module or f.line >= best.line):
+            best = f
+    return best
+
+
+def _parse(text: str):
+    import ast
+
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+
+def _value(facts: SolutionFacts, text: str, line: int, kernel: str | None = None, scope=None):
+    program = _program(facts)
+    expr = _parse(text)
+    if program is None or expr is None:
+        return None
+    return program.value(expr, scope if scope is not None else _scope_at(program, line, kernel))
+
+
+def _direct_texts(facts: SolutionFacts, kernel: Kernel, text: str) -> list[str]:
+    """An argument's text and, for a name, the right-hand sides it was assigned from (following
+    plain renames and self-updates such as ``p = p.to(bf16)``), not what those depend on."""
+    import ast
+
+    out = [text]
+    program = _program(facts)
+    expr = _parse(text)
+    if program is None or expr is None or kernel.language == "cuda":
+        return out
+    scope = _scope_at(program, kernel.line, kernel.name if kernel.language == "triton" else None)
+    # the names the argument is built from (x in `x * x`, p in `p`), one step back each
+    names = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and not _is_callee(expr, n)]
+    seen: set[str] = set()
+    while names:
+        n = names.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        for _, b in program._bindings(n, scope):
+            rhs = ast.unparse(b.value)
+            out.append(rhs)
+            if isinstance(b.value, ast.Name):
+                names.append(b.value.id)
+            elif isinstance(b.value, ast.Call) and isinstance(b.value.func, ast.Attribute) \
+                    and isinstance(b.value.func.value, ast.Name) and b.value.func.value.id == n:
+                names.append(n)
+    return out
+
+
+def _is_callee(root, name_node) -> bool:
+    import ast
+
+    return any(isinstance(n, ast.Call) and (n.func is name_node or
+                                            (isinstance(n.func, ast.Attribute) and n.func.value is name_node
+                                             and n.func.attr != "to"))
+               for n in ast.walk(root)) and not False
+
+
+def _splat_keywords(facts: SolutionFacts, call: Call, scoped: bool = False) -> dict:
+    """Keywords a call passes through ``**name``: the keys of the dict literal (or dict(...) call)
+    the name is bound to in the calling function, or, for a parameter, at the function's call
+    sites. With ``scoped``, each value comes with the function it must be evaluated in."""
+    import ast
+
+    program = _program(facts)
+    out: dict = {}
+    if program is None:
+        return out
+    for a in call.args:
+        if not a.startswith("**"):
+            continue
+        expr = _parse(a[2:])
+        if expr is None or not isinstance(expr, ast.Name):
+            continue
+        for scope, v in _name_sources(program, expr.id, _scope_at(program, call.line)):
+            if isinstance(v, ast.IfExp):
+                v = v.body if isinstance(v.body, (ast.Dict, ast.Call)) else v.orelse
+            pairs = []
+            if isinstance(v, ast.Dict):
+                pairs = [(k.value, val) for k, val in zip(v.keys, v.values) if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            elif isinstance(v, ast.Call) and ast.unparse(v.func) == "dict":
+                pairs = [(kw.arg, kw.value) for kw in v.keywords if kw.arg]
+            for k, val in pairs:
+                out.setdefault(k, (ast.unparse(val), scope) if scoped else ast.unparse(val))
+    return out
+
+
+def _name_sources(program, name: str, scope, depth: int = 0) -> list:
+    """(scope, expression) pairs a name can hold: its assignments, or the arguments passed to it
+    when it is a parameter (followed up to a few calls)."""
+    from d2k.judge.program import _bound_arg
+
+    bindings = program._bindings(name, scope)
+    if bindings:
+        return [(s, b.value) for s, b in bindings if not b.iterate and b.index is None]
+    owner = program._param_owner(name, scope)
+    if owner is None or depth > 4:
+        return []
+    index = owner.params.index(name)
+    out = []
+    for site_scope, call in program.call_sites(owner):
+        arg = _bound_arg(call, name, index)
+        if arg is None:
+            continue
+        if isinstance(arg, ast_Name()):
+            out += _name_sources(program, arg.id, site_scope, depth + 1)
+        else:
+            out.append((site_scope, arg))
+    return out
+
+
+def ast_Name():
+    import ast
+
+    return ast.Name
+
+
+def _call_name_text(node) -> str:
+    import ast
+
+    return ast.unparse(node)
+
+
+def _keywords(facts: SolutionFacts, call: Call) -> dict[str, str]:
+    if not any(a.startswith("**") for a in call.args):
+        return call.keywords
+    return {**_splat_keywords(facts, call), **call.keywords}
+
+
+def _config_items(call: Call, name: str, regex: bool = False, keywords: dict | None = None) -> str | None:
+    """The text a call gives ``name`` (a keyword, or a key of a triton.Config's dict); with
+    ``regex`` the name is a pattern every character of the keyword must match."""
+    keywords = call.keywords if keywords is None else keywords
+    if regex:
+        for k, v in keywords.items():
+            if re.fullmatch(name, k):
+                return v
+    text = keywords.get(name)
+    if text is None and call.name.endswith("Config") and call.args:
+        # triton.Config({"BLOCK_M": 128, ...}, num_warps=8): meta-parameters in the dict
+        key = name if regex else re.escape(name)
+        m = re.search(rf"['\"](?:{key})['\"]\s*:\s*([^,}}]+)", call.args[0])
+        text = m.group(1).strip() if m else None
+    return text
+
+
+def _launch_arg(facts: SolutionFacts, ctx: Context, call: Call, name: str):
+    """The argument a launch binds to ``name`` (a regex matching a keyword, or a kernel parameter
+    passed by position): its text, or (text, scope) when it comes through a ``**kwargs`` dict."""
+    for k, v in call.keywords.items():
+        if re.fullmatch(name, k):
+            return v
+    for k, v in _splat_keywords(facts, call, scoped=True).items():
+        if re.fullmatch(name, k):
+            return v
+    entry = next((k for k in ctx.kernels if k.language == "triton"), None)
+    if entry is not None:
+        for i, p in enumerate(entry.params):
+            if re.fullmatch(name, p) and i < len(call.args) and not any(a.startswith("*") for a in call.args[: i + 1]):
+                return call.args[i]
+    return None
+
+
+def evaluate(signal: dict, facts: SolutionFacts, ctx: Context | None = None) -> Result:
+    """Does ``signal`` hold in ``ctx`` (one unit; every reachable kernel when None)?"""
+    if ctx is None:
+        ctx = pooled(facts)
     kind = signal["kind"]
     ev: list[Evidence] = []
     if kind == "call":
         want = signal["name"]
-        for k in _scopes(facts, signal.get("scope", "kernel")):
+        index = signal.get("arg_index")
+        for k in _scopes(facts, ctx, signal.get("scope", "kernel")):
             for c in k.calls:
                 if not _name_matches(want, c.name):
                     continue
@@ -174,9 +413,16 @@ def evaluate(signal: dict, facts: SolutionFacts) -> Result:
                     continue
                 if "keyword" in signal and signal["keyword"] not in c.keywords:
                     continue
-                if "arg_contains" in signal and not any(signal["arg_contains"] in a for a in [*c.args, *c.keywords.values()]):
+                args = c.args if index is None else c.args[index:index + 1]
+                if "arg_contains" in signal and not any(signal["arg_contains"] in a for a in
+                                                        ([*args, *c.keywords.values()] if index is None else args)):
+                    continue
+                if "arg_value" in signal and not any(regex_module.search(signal["arg_value"], t, timeout=PATTERN_TIMEOUT_S)
+                                                     for a in args for t in _direct_texts(facts, k, a)):
                     continue
                 if "pointer" in signal and not (c.args and re.search(signal["pointer"], pointer_base(k, c.args[0]))):
+                    continue
+                if "pointer_depends" in signal and not (c.args and _depends(facts, k, c.args[0], c.line, signal["pointer_depends"])):
                     continue
                 ev.append(Evidence(k.name, c.line, c.text))
         return Result(len(ev) >= int(signal.get("min_count", 1)), ev)
@@ -184,26 +430,16 @@ def evaluate(signal: dict, facts: SolutionFacts) -> Result:
         name, where = signal["name"], signal.get("where", "any")
         value = signal.get("value")
         sources: list[tuple[str, Call]] = []
-        for k in facts.all_scopes:
-            for c in [*k.decorators, *k.calls]:
-                is_config = c.name.endswith("Config")
-                is_launch = "[" in c.name
-                if where == "config" and not is_config:
-                    continue
-                if where == "launch" and not is_launch:
-                    continue
-                if where == "call" and (is_config or is_launch):
-                    continue
-                sources.append((k.name, c))
-            for c in facts.launches if where in ("launch", "any") else []:
-                sources.append(("<host>", c))
+        if where in ("config", "any"):
+            sources += [(ctx.unit, c) for c in ctx.configs]
+        if where in ("launch", "any"):
+            sources += [("<host>", c) for c in ctx.launches]
+        if where in ("call", "any"):
+            for k in [*ctx.kernels, *([facts.host] if facts.host else [])]:
+                sources += [(k.name, c) for c in k.calls if not c.name.endswith("Config") and "[" not in c.name]
         seen = set()
         for kname, c in sources:
-            text = c.keywords.get(name)
-            if text is None and c.name.endswith("Config") and c.args:
-                # triton.Config({"BLOCK_M": 128, ...}, num_warps=8): meta-parameters in the dict
-                m = re.search(rf"['\"]{re.escape(name)}['\"]\s*:\s*([^,}}]+)", c.args[0])
-                text = m.group(1).strip() if m else None
+            text = _config_items(c, name, keywords=_keywords(facts, c))
             if text is None or (value is not None and text.strip() != str(value)):
                 continue
             key = (c.line, c.text)
@@ -211,40 +447,37 @@ def evaluate(signal: dict, facts: SolutionFacts) -> Result:
                 seen.add(key)
                 ev.append(Evidence(kname, c.line, c.text))
         return Result(bool(ev), ev)
+    if kind == "value":
+        return _value_signal(signal, facts, ctx)
     if kind == "autotune":
-        file_configs = sum(1 for c in (facts.host.calls if facts.host else []) if c.name.endswith("Config"))
-        # @triton.autotune(...) decorators, and triton.autotune(...)(kernel) applied in host code
-        sites = [(k.name, d) for k in facts.kernels for d in k.decorators]
-        sites += [("<host>", c) for c in (facts.host.calls if facts.host else [])]
+        sites = [(ctx.unit, d) for d in ctx.tuners]
         for kname, d in sites:
-            if not _name_matches("autotune", d.name):
-                continue
             key = d.keywords.get("key", "")
             if any(f"'{w}'" not in key and f'"{w}"' not in key for w in signal.get("key_contains", [])):
                 continue
             configs = d.keywords.get("configs", d.args[0] if d.args else "")
-            # configs built elsewhere (a helper, a comprehension): count the file's Config calls
-            n_configs = configs.count("Config(") or file_configs
+            # configs built elsewhere (a helper, a comprehension): count the unit's Config calls
+            n_configs = configs.count("Config(") or len(ctx.configs)
             if n_configs < int(signal.get("min_configs", 1)):
                 continue
             ev.append(Evidence(kname, d.line, d.text))
         return Result(bool(ev), ev)
     if kind == "constexpr":
         pattern = regex_module.compile(signal["pattern"])  # the module `check` validated it with
-        for k in facts.kernels:
+        for k in ctx.kernels:
             for p in k.constexprs:
                 if pattern.search(p):
                     ev.append(Evidence(k.name, k.line, f"{p}: tl.constexpr"))
         return Result(bool(ev), ev)
     if kind == "pattern":
         if signal.get("scope", "kernel") == "file":
-            for m in _finditer(signal["regex"], facts.code):  # comments and strings are not evidence
+            for m in _finditer(signal["regex"], facts.code):  # reachable code; comments and strings are not evidence
                 line = facts.code.count("\n", 0, m.start()) + 1
                 ev.append(Evidence("<file>", line, facts.text.splitlines()[line - 1].strip()[:160]))
                 if len(ev) >= 5:
                     break
         else:
-            for k in facts.kernels:
+            for k in ctx.kernels:
                 for m in _finditer(signal["regex"], k.code or k.source):
                     line = _source_line(k, m.start())
                     ev.append(Evidence(k.name, line, _line_snippet(k, line, m.group(0))))
@@ -253,7 +486,7 @@ def evaluate(signal: dict, facts: SolutionFacts) -> Result:
         return Result(bool(ev), ev, weak=True)
     if kind == "constant":
         value, tol = float(signal["value"]), float(signal.get("rel_tol", 1e-6))
-        for k in _scopes(facts, signal.get("scope", "kernel")):
+        for k in _scopes(facts, ctx, signal.get("scope", "kernel")):
             for number, line in k.numbers:
                 if math.isclose(number, value, rel_tol=tol):
                     ev.append(Evidence(k.name, line, _line_snippet(k, line, str(number))))
@@ -264,16 +497,18 @@ def evaluate(signal: dict, facts: SolutionFacts) -> Result:
         ok = n >= int(signal.get("min", 0)) and ("max" not in signal or n <= int(signal["max"]))
         return Result(ok, [Evidence(k.name, k.line, f"kernel {k.name}") for k in entries] if ok else [])
     if kind == "loop":
-        for k in facts.kernels:
+        for k in ctx.kernels:
             for loop in k.loops:
                 if "contains_call" in signal and not any(_name_matches(signal["contains_call"], c) for c in loop.calls):
                     continue
                 if "header_contains" in signal and signal["header_contains"] not in loop.header:
                     continue
+                if "bound_from" in signal and not _loop_bound_from(facts, k, loop, signal["bound_from"]):
+                    continue
                 ev.append(Evidence(k.name, loop.line, loop.header))
         return Result(bool(ev), ev)
     if kind == "store_to_input":
-        for k in facts.kernels:
+        for k in ctx.kernels:
             loaded = {pointer_base(k, c.args[0]) for c in k.calls if _name_matches("load", c.name) and c.args}
             for c in k.calls:
                 if _name_matches("store", c.name) and c.args:
@@ -283,27 +518,121 @@ def evaluate(signal: dict, facts: SolutionFacts) -> Result:
         return Result(bool(ev), ev)
     if kind == "program_id":
         axis = str(signal["axis"])
-        for k in facts.kernels:
+        for k in ctx.kernels:
             for c in k.calls:
                 if _name_matches("program_id", c.name) and (c.args[:1] == [axis] or c.keywords.get("axis") == axis):
                     ev.append(Evidence(k.name, c.line, c.text))
         return Result(bool(ev), ev)
     if kind == "cuda":
         feature = signal["feature"]
-        for k in facts.kernels:
+        for k in ctx.kernels:
             for line in k.cuda.get(feature, []):
                 ev.append(Evidence(k.name, line, _line_snippet(k, line, feature)))
         return Result(bool(ev), ev)
     if kind in ("all", "any"):
-        results = [evaluate(s, facts) for s in signal["of"]]
+        inner_ctx = pooled(facts) if signal.get("across") else ctx
+        results = [evaluate(s, facts, inner_ctx) for s in signal["of"]]
         holds = all(r.holds for r in results) if kind == "all" else any(r.holds for r in results)
         evidence = [e for r in results if r.holds for e in r.evidence]
         weak = all(r.weak for r in results if r.holds) if evidence else all(r.weak for r in results)
         return Result(holds, evidence if holds else [], weak)
     if kind == "not":
-        inner = evaluate(signal["signal"], facts)
+        inner = evaluate(signal["signal"], facts, ctx)
         return Result(not inner.holds, [], weak=True)
     raise ValueError(f"unknown signal kind {kind!r}")
+
+
+def _depends(facts: SolutionFacts, kernel: Kernel, text: str, line: int, pattern: str) -> bool:
+    """Does an expression in a kernel depend on something matching ``pattern``, following
+    assignments (and a helper's parameters to its call sites)? Loaded values are not followed."""
+    program = _program(facts)
+    expr = _parse(text)
+    if program is None or expr is None or kernel.language != "triton":
+        return bool(regex_module.search(pattern, text, timeout=PATTERN_TIMEOUT_S))
+    v = program.value(expr, _scope_at(program, line, kernel.name))
+    return bool(regex_module.search(pattern, "\n".join([text, *v.texts, *sorted(v.deps)]), timeout=PATTERN_TIMEOUT_S))
+
+
+def _loop_bound_from(facts: SolutionFacts, kernel: Kernel, loop: Loop, pattern: str) -> bool:
+    """Does the loop's range (its iterable, or a while condition) depend on something matching
+    ``pattern``, following assignments and the arguments a helper is called with?"""
+    import ast
+
+    program = _program(facts)
+    if program is None or kernel.language != "triton":
+        return bool(regex_module.search(pattern, loop.header, timeout=PATTERN_TIMEOUT_S))
+    node = program.loops.get(loop.line)
+    if node is None:
+        return bool(regex_module.search(pattern, loop.header, timeout=PATTERN_TIMEOUT_S))
+    expr = node.iter if isinstance(node, ast.For) else node.test
+    v = program.value(expr, _scope_at(program, loop.line, kernel.name))
+    haystack = "\n".join([*v.texts, *sorted(v.deps)])
+    return bool(regex_module.search(pattern, haystack, timeout=PATTERN_TIMEOUT_S))
+
+
+def _value_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """``value``: what a launch or config gives ``of`` (num_warps, BLOCK_M, a kernel parameter; a
+    regex matching the whole name), followed back through the program: it ``varies`` (is not one
+    fixed number), ``depends_on`` a name matching a regex, or can be a number within [``min``,
+    ``max``]. ``varies`` looks at every site together; the others hold at some site."""
+    name, at = signal["of"], signal.get("at", "any")
+    sites: list[tuple[Call, str, object]] = []
+    if at in ("launch", "any"):
+        for c in ctx.launches:
+            text = _launch_arg(facts, ctx, c, name)
+            if isinstance(text, tuple):
+                sites.append((c, text[0], text[1]))
+            elif text is not None:
+                sites.append((c, text, None))
+    if at in ("config", "any"):
+        for c in ctx.configs:
+            text = _config_items(c, name, regex=True)
+            if text is not None:
+                sites.append((c, text, None))
+    if not sites:
+        return Result(False, [])
+    ev: list[Evidence] = []
+    numbers: set = set()
+    unknown = matched_dep = False
+    in_range = []
+    for c, text, scope in sites:
+        v = _value(facts, text, c.line, scope=scope)
+        if v is None:
+            unknown = True
+            continue
+        if v.numbers is None:
+            unknown = True
+        else:
+            numbers |= set(v.numbers)
+        shown = f"{name} = {text}" + (f" -> {sorted(v.numbers)[:6]}" if v.numbers else "")
+        if "depends_on" in signal:
+            hay = "\n".join([*v.texts, *sorted(v.deps)])
+            if regex_module.search(signal["depends_on"], hay, timeout=PATTERN_TIMEOUT_S):
+                matched_dep = True
+                ev.append(Evidence(ctx.unit, c.line, shown))
+        lo, hi = signal.get("min"), signal.get("max")
+        if lo is not None or hi is not None:
+            if v.numbers:
+                ok = any((lo is None or x >= lo) and (hi is None or x <= hi) for x in v.numbers
+                         if isinstance(x, (int, float)))
+            else:   # computed from inputs: its interval, when bounded on the side asked about
+                a, b = v.interval
+                ok = (lo is None or (b != math.inf and b >= lo)) and (hi is None or (a != -math.inf and a <= hi))
+                shown += f" in [{a:g}, {b:g}]"
+            if ok:
+                in_range.append(Evidence(ctx.unit, c.line, shown))
+    holds = True
+    if "varies" in signal:
+        varies = unknown or len(numbers) > 1
+        holds &= varies == bool(signal["varies"])
+    if "depends_on" in signal:
+        holds &= matched_dep
+    if "min" in signal or "max" in signal:
+        holds &= bool(in_range)
+        ev += in_range[:4]
+    if holds and not ev:
+        ev = [Evidence(ctx.unit, c.line, f"{name} = {t}") for c, t, _ in sites[:4]]
+    return Result(holds, ev if holds else [])
 
 
 def _source_line(kernel: Kernel, offset: int) -> int:

@@ -1,14 +1,21 @@
 """The static judge: a verdict per design item from the rubric's signals alone.
 
-Deterministic, offline and fast; the default judge. For each item:
-  implemented   every signal in ``signals`` holds;
-  partial       some of ``signals`` hold, or one of ``partial`` holds;
-  missing       none holds;
+Deterministic, offline and fast; the default judge. Only code reachable from the task's entry
+point counts (``facts.py``/``program.py``), and an item's signals are evaluated inside one unit
+(an entry kernel with its jit helpers / __device__ functions, its launches and configs), so
+evidence from one kernel never completes another's item. For each item:
+  implemented   every signal in ``signals`` holds in one unit;
+  partial       the item defines a partial (``partial_when`` or "Partial: ..." in its criterion)
+                and one of its ``partial`` signals holds in one unit; an item that defines no
+                partial is binary: implemented or missing, never partial;
+  missing       otherwise; and every item of a solution whose own kernels never run (no kernel
+                in the file, or none reachable from the entry point: status no_kernel/dead_code);
   undetermined  the item has no signals (no reliable static evidence), the file could not be
-                analysed (its status says why: unparseable, no_kernel, empty, not_text, too_large),
+                analysed (its status says why: unparseable, empty, not_text, too_large),
                 or a pattern signal ran past its time limit on this file.
-Evidence is (kernel, line, snippet) of every holding signal. ``strength`` is ``weak`` when the
-decision rests only on text patterns or negations, ``strong`` otherwise.
+Evidence is (kernel, line, snippet) of the signals that decided. ``strength`` is ``weak`` when the
+decision rests only on text patterns or negations, ``strong`` otherwise; how often each strength
+is right on the gold sets is measured by ``d2k judge-eval`` (``calibration.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from d2k.judge.facts import SolutionFacts
 from d2k.schema import DesignItem
 
 NAME = "static"
-VERSION = "1"
+VERSION = "2"
 VERDICTS = ("implemented", "partial", "missing", "undetermined", "judge_error")
 
 
@@ -48,32 +55,57 @@ def judge_error(item: DesignItem, attempts: int, error: str | None, model: str |
                    f"the LLM judge failed after {attempts} attempt(s): {error}", model=model, prompt_hash=prompt_hash)
 
 
+NOT_RUN = ("no_kernel", "dead_code")   # nothing of the solution's own runs on the GPU: every item missing
+
+
 def judge_item(item: DesignItem, facts: SolutionFacts) -> Verdict:
+    if facts.status in NOT_RUN:
+        return Verdict(item.id, item.level, "missing", "strong", f"{facts.status}: {facts.detail}")
     if facts.status != "ok":
         return Verdict(item.id, item.level, "undetermined", reason=f"{facts.status}: {facts.detail}")
     if not item.signals and not item.partial:
         return Verdict(item.id, item.level, "undetermined", reason="no reliable static signal for this item")
+    partial_allowed = item.partial_defined and bool(item.partial)
     try:
-        results = [sig.evaluate(s, facts) for s in item.signals]
-        partial_results = [sig.evaluate(s, facts) for s in item.partial]
+        per_unit = []
+        for ctx in sig.contexts(facts):
+            results = [sig.evaluate(s, facts, ctx) for s in item.signals]
+            if results and all(r.holds for r in results):
+                evidence = [e.as_dict() for r in results for e in r.evidence][:12]
+                strength = "weak" if all(r.weak for r in results) else "strong"
+                where = f" in {ctx.unit}" if facts.units else ""
+                return Verdict(item.id, item.level, "implemented", strength,
+                               f"all {len(results)} signal(s) hold{where}", evidence)
+            per_unit.append((ctx, results))
+        if partial_allowed:
+            for ctx, _ in per_unit:
+                partial_results = [sig.evaluate(s, facts, ctx) for s in item.partial]
+                holding = [r for r in partial_results if r.holds]
+                if holding:
+                    evidence = [e.as_dict() for r in holding for e in r.evidence][:12]
+                    strength = "weak" if all(r.weak for r in holding) else "strong"
+                    where = f" in {ctx.unit}" if facts.units else ""
+                    return Verdict(item.id, item.level, "partial", strength,
+                                   f"a partial signal holds{where} (the item's partial: {_short(item)})", evidence)
     except sig.SignalTimeout as exc:
         return Verdict(item.id, item.level, "undetermined", reason=f"a signal could not be evaluated on this file: {exc}")
-    holding = [r for r in results if r.holds]
-    evidence = [e.as_dict() for r in [*holding, *(r for r in partial_results if r.holds)] for e in r.evidence][:12]
-    if results and len(holding) == len(results):
-        verdict = "implemented"
-        reason = f"all {len(results)} signal(s) hold"
-        decisive = holding
-    elif holding or any(r.holds for r in partial_results):
-        verdict = "partial"
-        reason = f"{len(holding)} of {len(results)} signal(s) hold" + (", a partial signal holds" if any(r.holds for r in partial_results) else "")
-        decisive = holding + [r for r in partial_results if r.holds]
-    else:
-        verdict = "missing"
-        reason = f"none of {len(results) + len(partial_results)} signal(s) holds"
-        decisive = results + partial_results
-    strength = "weak" if decisive and all(r.weak for r in decisive) else "strong"
-    return Verdict(item.id, item.level, verdict, strength, reason, evidence)
+    results = [r for _, rs in per_unit for r in rs]
+    strength = "weak" if results and all(r.weak for r in results) else "strong"
+    near = max((sum(r.holds for r in rs), ctx.unit) for ctx, rs in per_unit) if per_unit else (0, "")
+    reason = (f"no kernel satisfies all {len(item.signals)} signal(s)" +
+              (f" (at most {near[0]} hold, in {near[1]})" if near[0] else "") +
+              ("" if item.partial_defined or not item.partial else "; binary item: no partial"))
+    return Verdict(item.id, item.level, "missing", strength, reason)
+
+
+def _short(item: DesignItem) -> str:
+    text = item.partial_when.strip()
+    if not text:
+        import re
+
+        m = re.search(r"(?i)\bpartial(\s+credit)?\s*:\s*([^.]*(\.[^.\s][^.]*)*\.?)", item.criterion)
+        text = m.group(2) if m else "defined by the criterion"
+    return text[:120]
 
 
 def judge(facts: SolutionFacts, items: list[DesignItem]) -> list[Verdict]:
