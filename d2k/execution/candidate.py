@@ -136,8 +136,9 @@ class Candidate:
             values[name] = args[name]
         facts = {"contiguous": {k: bool(v.is_contiguous()) for k, v in values.items()},
                  "device": {k: str(v.device) for k, v in values.items()}}
-        input_ptrs = {id(t.untyped_storage()) for t in args.values() if isinstance(t, torch.Tensor)}
-        facts["aliases_input"] = [k for k in returned if id(values[k].untyped_storage()) in input_ptrs]
+        input_ptrs = {t.untyped_storage().data_ptr() for t in args.values() if isinstance(t, torch.Tensor) and t.numel()}
+        facts["aliases_input"] = [k for k in returned
+                                  if values[k].numel() and values[k].untyped_storage().data_ptr() in input_ptrs]
         metas, blobs = self.wire.pack(values)
         return metas, blobs, facts
 
