@@ -66,7 +66,10 @@ FROM (
            arg_max(status, k) AS status, arg_max(reason, k) AS reason,
            arg_max(median_ms, k) AS median_ms, arg_max(iqr_ms, k) AS iqr_ms, arg_max(n_samples, k) AS n_samples,
            arg_max(timing_method, k) AS timing_method, arg_max(seconds, k) AS seconds,
-           arg_max(try_cast(timing->>'$.host_issue_ms' AS DOUBLE), k) AS host_issue_ms, max(created_at) AS created_at
+           arg_max(try_cast(timing->>'$.host_issue_ms' AS DOUBLE), k) AS host_issue_ms,
+           arg_max(event_median_ms, k) AS event_median_ms, arg_max(span_median_ms, k) AS span_median_ms,
+           arg_max(kernel_sum_median_ms, k) AS kernel_sum_median_ms, arg_max(kernels_per_call, k) AS kernels_per_call,
+           arg_max(kernel_less, k) AS kernel_less, arg_max(flags, k) AS flags, max(created_at) AS created_at
     FROM (SELECT *, recency(created_at, eval_id) AS k FROM evaluations)
     GROUP BY solution_id, workload_id, env_id, backend
 ) e

@@ -255,9 +255,10 @@ def ridge_coefficients(X, y, alpha: float):
 
     Xc = X - X.mean(axis=1, keepdims=True)
     yc = y - y.mean(axis=1, keepdims=True)
-    A = np.einsum("bnp,bnq->bpq", Xc, Xc) + alpha * np.eye(X.shape[2])[None]
-    b = np.einsum("bnp,bn->bp", Xc, yc)
-    return np.linalg.solve(A, b[..., None])[..., 0]
+    Xt = np.swapaxes(Xc, 1, 2)
+    A = Xt @ Xc + alpha * np.eye(X.shape[2])[None]
+    b = Xt @ yc[..., None]
+    return np.linalg.solve(A, b)[..., 0]
 
 
 def attribution(store, judge: str = "static", n_boot: int = 300, seed: int = 0, alpha: float = 1.0,
@@ -278,6 +279,7 @@ def attribution(store, judge: str = "static", n_boot: int = 300, seed: int = 0, 
         levels_of[(task_id, item_id)] = level
         if a is not None and level is not None:
             aware.setdefault(solution_id, {}).setdefault(level, []).append(a)
+    level_mean = {s: {level: sum(v) / len(v) for level, v in levels.items()} for s, levels in aware.items()}
     rng = np.random.default_rng(seed)
     lo_q, hi_q = 100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2
     now = _now()
@@ -320,28 +322,32 @@ def attribution(store, judge: str = "static", n_boot: int = 300, seed: int = 0, 
                             float(X[:, j].mean()), len(rows), r2, n_boot,
                             f"ridge (alpha={alpha}) of ln speedup on item credit; bootstrap over solutions",
                             seed, views_version, now))
-        # all tasks: ln(speedup) on the levels' dependency-aware credit, task fixed effects
-        rows = [(t, s, y) for t, s, y in records if all(aware.get(s, {}).get(level) for level in (1, 2, 3))]
+        # all tasks: ln(speedup) on the levels' dependency-aware credit with a fixed effect per task,
+        # taken out by centring both sides within each task (the coefficients of a regression with
+        # one dummy per task); the bootstrap resamples the centred solutions
+        rows = [(t, s, y) for t, s, y in records if all(level_mean.get(s, {}).get(level) is not None for level in (1, 2, 3))]
         if len(rows) < 4:
             continue
-        X_levels = np.array([[np.mean(aware[s][level]) for level in (1, 2, 3)] for _, s, _ in rows])
-        task_ids = sorted({t for t, _, _ in rows})
-        dummies = np.array([[1.0 if t == k else 0.0 for k in task_ids] for t, _, _ in rows])
-        X = np.hstack([X_levels, dummies])
+        X_levels = np.array([[level_mean[s][level] for level in (1, 2, 3)] for _, s, _ in rows])
         y = np.array([y for _, _, y in rows])
-        model = _fit(X, y, alpha * 0.1)
-        r2 = float(model.score(X, y)) if np.var(y) > 0 else None
+        task_index = {t: k for k, t in enumerate(sorted({t for t, _, _ in rows}))}
+        group = np.array([task_index[t] for t, _, _ in rows])
+        counts = np.bincount(group, minlength=len(task_index)).astype(float)
+        X = X_levels - (np.stack([np.bincount(group, X_levels[:, j], len(task_index)) for j in range(3)], 1) / counts[:, None])[group]
+        yw = y - (np.bincount(group, y, len(task_index)) / counts)[group]
+        model = _fit(X, yw, alpha * 0.1)
+        r2 = float(model.score(X, yw)) if np.var(yw) > 0 else None
         pick = rng.integers(0, len(rows), (n_boot, len(rows)))
-        draws = ridge_coefficients(X[pick], y[pick], alpha * 0.1)[:, :3]
+        draws = ridge_coefficients(X[pick], yw[pick], alpha * 0.1)
         for j, level in enumerate((1, 2, 3)):
-            varying = bool(np.ptp(X_levels[:, j]) > 0)
+            varying = bool(np.ptp(X[:, j]) > 1e-12)
             low, high = interval(draws[:, j]) if varying else (None, None)
             out.append(("level", gpu, judge, None, f"L{level}", level,
                         float(model.coef_[j]) if varying else None,
                         float(math.exp(model.coef_[j])) if varying else None, low, high,
                         float(X_levels[:, j].mean()), len(rows), r2, n_boot,
-                        f"ridge (alpha={alpha * 0.1:g}) of ln speedup on level credit (dependency-aware) "
-                        "with task fixed effects; bootstrap over solutions", seed, views_version, now))
+                        f"ridge (alpha={alpha * 0.1:g}) of ln speedup on level credit (dependency-aware), "
+                        "within tasks (task fixed effects); bootstrap over solutions", seed, views_version, now))
     return ATTRIBUTION_COLUMNS, out
 
 
