@@ -52,6 +52,9 @@ SELECT
     e.eval_id, e.run_id, e.task_id, e.workload_id, w.tag, e.solution_id, s.label AS solution,
     e.env_id, e.backend, env.gpu_name, e.status, e.reason,
     e.median_ms, e.iqr_ms, e.n_samples, e.timing_method, e.seconds, w.flops, w.bytes,
+    -- timing v2: with the device span recorded, median_ms is the span and event_median_ms the
+    -- event window beside it; kernel_less: the solution launched no kernel of its own (SECURITY.md)
+    e.event_median_ms, e.span_median_ms, e.kernel_sum_median_ms, e.kernels_per_call, e.kernel_less, e.flags,
     e.host_issue_ms,
     -- the host needs as long to issue the call as the GPU to run it: launch overhead, not the
     -- kernel, bounds this solution's speed (the median is then less stable)
