@@ -566,11 +566,21 @@ def judge_eval(
     model: Optional[str] = typer.Option(None, help="LLM judge model (overrides D2K_JUDGE_MODEL and d2k.toml)."),
     api_base: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint (overrides D2K_JUDGE_API_BASE)."),
     concurrency: Optional[int] = typer.Option(None, help="Concurrent LLM calls."),
+    part: str = typer.Option("all", "--part", help="Labelled part (judges/splits.toml): dev (in-sample) | test | wild | all."),
+    boot: int = typer.Option(1000, "--boot", help="Bootstrap resamples (over solutions) for the 95% intervals; 0 for none."),
+    calibrate: bool = typer.Option(False, "--calibrate", help="Write judges/static_calibration.json (strength precision on the frozen parts) for the hybrid judge."),
     db: Optional[str] = DbOption,
 ):
-    """Agreement of a judge with the gold labels in judges/gold/: precision, recall, F1, Cohen's kappa."""
+    """Agreement of a judge with the gold labels in judges/gold/ and judges/wild/, per part (dev /
+    test / wild) with bootstrap intervals: precision, recall, F1, Cohen's kappa, and the precision
+    of each verdict strength."""
     from d2k.judge import agreement
     from d2k.judge.run import JUDGES, gold_rows, proposal_gold_rows, store_metrics
+
+    if part not in ("dev", "test", "wild", "all"):
+        raise D2KError(f"--part must be dev, test, wild or all, not {part!r}")
+    if gold == "implementation":
+        return _judge_eval_parts(judge_name, scope, force, model, api_base, concurrency, part, boot, calibrate, db)
 
     if scope not in ("item", "level", "task", "all"):
         raise D2KError(f"--scope must be item, level, task or all, not {scope!r}")
@@ -611,6 +621,65 @@ def judge_eval(
         if r.predicted in agreement.LABELS and r.predicted != r.gold:
             console.print("[yellow]disagrees[/yellow] " + escape(f"{r.task_id}/{r.solution} {r.item_id}: gold {r.gold}, judge {r.predicted}"),
                           highlight=False)
+
+
+def _judge_eval_parts(judge_name, scope, force, model, api_base, concurrency, part, boot, calibrate, db):
+    """judge-eval on code: every part separately (dev is in-sample for the static judge)."""
+    from d2k.judge import agreement, calibration, evaluation
+    from d2k.judge.run import JUDGES, gold_rows, store_metrics
+
+    if scope not in ("item", "level", "task", "all"):
+        raise D2KError(f"--scope must be item, level, task or all, not {scope!r}")
+    if judge_name not in JUDGES:
+        raise D2KError(f"--judge must be one of {', '.join(JUDGES)}, not {judge_name!r}")
+    bench_content = _checked_bench()
+    store = _store(db)
+    store.sync_content(bench_content)
+    context = _llm_context(bench_content, model, api_base, concurrency) if judge_name != "static" else None
+    parts = ("dev", "test", "wild") if part == "all" else (part,)
+    rows, _ = gold_rows(bench_content, judge_name, context, store, force, parts=parts)
+    if judge_name == "static":
+        from d2k.judge.static import VERSION as version
+    else:
+        from d2k.judge.llm import VERSION as version
+    results = evaluation.by_part(rows, n_boot=boot)
+    for r in results:
+        store_metrics(store, judge_name, version, f"implementation/{r.part}", r.scopes)
+    store.close()
+    cols, table = evaluation.summary_table(results)
+    _print_table(cols, table, f"judge {judge_name} v{version} against {len({(r.task_id, r.solution) for r in rows})} "
+                 f"labelled solutions, per part", right=cols[1:7])
+    shown = {"item": ("item", "level", "task", "all"), "level": ("level", "all"), "task": ("task", "all"), "all": ("all",)}[scope]
+    for r in results:
+        scope_rows = [[s["scope"], s["key"], str(s["n"]), str(s["decided"]),
+                       *[_fmt(s[k], 3) for k in ("accuracy", "precision", "recall", "f1", "kappa")]]
+                      for s in r.scopes if s["scope"] in shown and s["scope"] != "all"]
+        if scope_rows:
+            c = ("scope", "key", "n", "decided", "accuracy", "precision", "recall", "F1", "kappa")
+            _print_table(c, scope_rows, f"{r.part}: {evaluation.PART_NOTES[r.part]}", right=c[2:])
+    cols, table = evaluation.strength_table(results)
+    _print_table(cols, table, "precision of each verdict strength (right / n)", right=cols[3:])
+    if calibrate:
+        frozen = [r for r in rows if r.part in ("test", "wild")]
+        if judge_name != "static" or not frozen:
+            raise D2KError("--calibrate needs the static judge and a labelled frozen part (test or wild)")
+        record = calibration.compute(agreement.strength_precision(frozen), sorted({r.part for r in frozen}), version)
+        written = calibration.write(bench_content.root, record)
+        console.print(f"wrote {written} (strength precision on {', '.join(record['parts'])})", markup=False, highlight=False)
+    undecided = sorted({f"{r.task_id}/{r.item_id}" for r in rows if r.predicted not in agreement.LABELS})
+    if undecided:
+        console.print("items the judge did not decide: " + ", ".join(undecided), markup=False, highlight=False, soft_wrap=True)
+    frozen_misses = 0
+    for r in rows:
+        if r.predicted in agreement.LABELS and r.predicted != r.gold:
+            if r.part != "dev":   # frozen parts: counted, not listed (no signal may be tuned on them)
+                frozen_misses += 1
+                continue
+            console.print("[yellow]disagrees[/yellow] " + escape(f"{r.task_id}/{r.solution} {r.item_id}: gold {r.gold}, judge {r.predicted}"),
+                          highlight=False)
+    if frozen_misses:
+        console.print(f"{frozen_misses} disagreement(s) on the frozen parts (test/wild) are not listed: "
+                      "no signal may be tuned on them", markup=False, highlight=False)
 
 
 @app.command()

@@ -27,6 +27,8 @@ class Row:
     level: int
     gold: str
     predicted: str
+    part: str = "dev"          # dev | test | wild (judges/splits.toml)
+    strength: str = ""         # the judge's strength for this verdict (static: strong | weak)
 
 
 def _present(v: str) -> int:
@@ -65,3 +67,48 @@ def by_scope(rows: list[Row]) -> list[dict]:
     order = {"item": 0, "level": 1, "task": 2, "all": 3}
     return [{"scope": scope, "key": key, **metrics(group)}
             for (scope, key), group in sorted(groups.items(), key=lambda kv: (order[kv[0][0]], kv[0][1]))]
+
+
+def bootstrap(rows: list[Row], n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+    """Percentile intervals of kappa, F1 and accuracy over ``n_boot`` resamples of the solutions
+    (the unit that was labelled: one solution's items are resampled together)."""
+    import random
+
+    by_solution: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    for r in rows:
+        by_solution[(r.task_id, r.solution)].append(r)
+    keys = sorted(by_solution)
+    out = {k: None for k in ("kappa", "f1", "accuracy")}
+    if not keys or n_boot <= 0:
+        return out
+    rng = random.Random(seed)
+    samples: dict[str, list[float]] = defaultdict(list)
+    for _ in range(n_boot):
+        drawn = [r for _ in keys for r in by_solution[keys[rng.randrange(len(keys))]]]
+        m = metrics(drawn)
+        for k in out:
+            if m[k] is not None:
+                samples[k].append(m[k])
+    lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
+    for k, values in samples.items():
+        values.sort()
+        if values:
+            out[k] = (values[int(lo_q * (len(values) - 1))], values[int(round(hi_q * (len(values) - 1)))])
+    return out
+
+
+def strength_precision(rows: list[Row]) -> list[dict]:
+    """How often the judge is right (its verdict equals the gold one), per strength and per
+    strength x verdict: the calibration of "strong" and "weak" (decided rows only)."""
+    groups: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    for r in rows:
+        if r.predicted not in LABELS:
+            continue
+        groups[(r.strength or "-", "all")].append(r)
+        groups[(r.strength or "-", r.predicted)].append(r)
+    out = []
+    for (strength, verdict), group in sorted(groups.items()):
+        right = sum(r.predicted == r.gold for r in group)
+        out.append({"strength": strength, "verdict": verdict, "n": len(group), "right": right,
+                    "precision": right / len(group)})
+    return out

@@ -3,9 +3,10 @@
 - ``llm``: every item goes to the LLM judge with the task description, the item, the verdicts of
   its prerequisites, the static verdict and the code excerpts the static evidence points at (with
   line numbers; the kernels and their launches when there is no evidence).
-- ``hybrid``: the static verdict stands where it is decided on strong evidence; the LLM decides
-  items the static judge left undetermined or decided on weak evidence. The static verdict is kept
-  in the reason beside the LLM's.
+- ``hybrid``: the static verdict stands where its strength (x verdict) was measured right at least
+  95% of the time on the frozen gold parts (``judges/static_calibration.json``); the LLM decides
+  every other item, and those the static judge left undetermined. The static verdict is kept in
+  the reason beside the LLM's.
 Items run in topological generations of the dependency DAG, each generation concurrently.
 """
 
@@ -66,13 +67,20 @@ def describe_static(v: Verdict) -> str:
     return f"{v.verdict} ({v.strength} evidence: {v.reason}){' — ' + where if where else ''}"
 
 
-def needs_llm(v: Verdict, mode: str) -> bool:
-    return mode == "llm" or v.verdict == "undetermined" or v.strength == "weak"
+def needs_llm(v: Verdict, mode: str, calibration: dict | None = None) -> bool:
+    """``llm``: always. ``hybrid``: unless the static verdict's strength (x verdict) was measured
+    right at least 95% of the time on the frozen gold parts (``calibration.py``); without a
+    calibration, weak and undetermined verdicts go to the LLM."""
+    from d2k.judge import calibration as calibration_mod
+
+    if mode == "llm" or v.verdict == "undetermined":
+        return True
+    return not calibration_mod.keep_static(calibration, v.strength, v.verdict)
 
 
 def judge_code(task: Task, items: list[DesignItem], facts: SolutionFacts, static_verdicts: list[Verdict],
                runner: llm.Runner, program, program_hash: str, mode: str,
-               cached: dict[str, Verdict] | None = None) -> list[Verdict]:
+               cached: dict[str, Verdict] | None = None, calibration: dict | None = None) -> list[Verdict]:
     """Verdicts of the ``llm`` or ``hybrid`` judge; ``cached`` verdicts (by item id) are reused."""
     by_id = {i.id: i for i in items}
     static_by_id = {v.item_id: v for v in static_verdicts}
@@ -86,7 +94,7 @@ def judge_code(task: Task, items: list[DesignItem], facts: SolutionFacts, static
             if facts.status != "ok":
                 final[item_id] = sv
                 continue
-            if not needs_llm(sv, mode):
+            if not needs_llm(sv, mode, calibration):
                 final[item_id] = sv
                 continue
             if cached and item_id in cached:

@@ -49,11 +49,12 @@ def gold_dir(root: Path) -> Path:
 
 
 def load(root: Path, task_ids: list[str] | None = None, item_ids: dict[str, set[str]] | None = None,
-         filename: str = "labels.toml") -> list[GoldSet]:
-    """Every gold set (or those of ``task_ids``) from ``judges/gold/<task>/<filename>``: ``labels.toml``
-    labels code, ``proposals.toml`` labels designs in prose. Labels are checked against the rubric."""
+         filename: str = "labels.toml", folder: Path | None = None) -> list[GoldSet]:
+    """Every gold set (or those of ``task_ids``) from ``judges/gold/<task>/<filename>`` (or
+    ``folder/<task>/<filename>``, e.g. the wild set): ``labels.toml`` labels code,
+    ``proposals.toml`` labels designs in prose. Labels are checked against the rubric."""
     sets, problems = [], []
-    folder = gold_dir(root)
+    folder = gold_dir(root) if folder is None else folder
     if not folder.is_dir():
         return []
     for path in sorted(folder.glob(f"*/{filename}")):

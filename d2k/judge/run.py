@@ -39,6 +39,9 @@ class LLMContext:
         self.settings = settings or settings_mod.load(root=bench.root)
         self.runner = llm.Runner(self.settings, lm=lm)
         programs_dir = bench.root / "judges"
+        from d2k.judge import calibration as calibration_mod
+
+        self.calibration = calibration_mod.load(bench.root)
         self.programs = {}
         for kind in ("implementation", "proposal"):
             program, source = llm.load_program(kind, programs_dir)
@@ -74,7 +77,7 @@ def judge_source(bench: Benchmark, task_id: str, source: bytes | str, path: str,
         version = llm.VERSION
         cached = {} if force or store is None else cached_verdicts(store, solution_id, None, judge, version, model, program_hash)
         verdicts = code_judge.judge_code(bench.task(task_id), items, facts, verdicts, context.runner, program,
-                                         program_hash, judge, cached)
+                                         program_hash, judge, cached, getattr(context, "calibration", None))
     scored = facts.status == "ok" or facts.status in static.NOT_RUN   # nothing of its own runs: every item 0
     scores = graph.score(items, {v.item_id: v.verdict for v in verdicts}) if scored else None
     return Judgement(task_id, solution_id, facts.status, facts.detail, verdicts, scores, judge, version, model)
@@ -194,15 +197,33 @@ def store_proposal(store, result: ProposalJudgement, label: str, path: str, text
 
 
 # -- gold sets --------------------------------------------------------------------------------------
-def gold_rows(bench: Benchmark, judge: str = "static", context: LLMContext | None = None, store=None,
-              force: bool = False) -> tuple[list[agreement.Row], list[Judgement]]:
-    """Judge every gold solution; one row per (solution, item) with gold and predicted verdicts."""
+def gold_sets(bench: Benchmark, parts: tuple[str, ...] = ("dev", "test", "wild")) -> list[tuple[str, gold_mod.GoldSet]]:
+    """The labelled sets of the requested parts (judges/splits.toml): gold sets under
+    judges/gold/ (dev or test by task) and the wild set under judges/wild/ (where labelled)."""
+    from d2k.judge import splits as splits_mod
+
     item_ids = {t: {i.id for i in bench.items(t)} for t in bench.tasks}
-    sets = gold_mod.load(bench.root, list(bench.tasks), item_ids)
+    split = splits_mod.load(bench.root)
+    out = []
+    for gold_set in gold_mod.load(bench.root, list(bench.tasks), item_ids):
+        part = split.part_of(gold_set.task_id)
+        if part in parts:
+            out.append((part, gold_set))
+    if "wild" in parts:
+        for gold_set in gold_mod.load(bench.root, list(bench.tasks), item_ids, folder=bench.root / split.wild_folder):
+            out.append(("wild", gold_set))
+    return out
+
+
+def gold_rows(bench: Benchmark, judge: str = "static", context: LLMContext | None = None, store=None,
+              force: bool = False, parts: tuple[str, ...] = ("dev", "test", "wild")) -> tuple[list[agreement.Row], list[Judgement]]:
+    """Judge every labelled solution of ``parts``; one row per (solution, item) with the gold and
+    predicted verdicts, the part and the verdict's strength."""
+    sets = gold_sets(bench, parts)
     if not sets:
         raise D2KError(f"no gold set found under {gold_mod.gold_dir(bench.root)}")
     rows, judgements = [], []
-    for gold_set in sets:
+    for part, gold_set in sets:
         levels = {i.id: i.level for i in bench.items(gold_set.task_id)}
         for solution in gold_set.solutions:
             path = gold_set.path_of(solution)
@@ -212,10 +233,12 @@ def gold_rows(bench: Benchmark, judge: str = "static", context: LLMContext | Non
             if store is not None and judge != "static":
                 store_judgement(store, result)
             judgements.append(result)
-            predicted = {v.item_id: v.verdict for v in result.verdicts}
+            predicted = {v.item_id: v for v in result.verdicts}
             for label in solution.labels:
+                v = predicted.get(label.item)
                 rows.append(agreement.Row(gold_set.task_id, solution.name, label.item, levels[label.item],
-                                          label.verdict, predicted.get(label.item, "undetermined")))
+                                          label.verdict, v.verdict if v else "undetermined", part,
+                                          v.strength if v else ""))
     return rows, judgements
 
 
