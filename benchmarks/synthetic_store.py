@@ -221,22 +221,31 @@ def timed(args: list[str], env: dict) -> tuple[float, subprocess.CompletedProces
     return time.perf_counter() - start, proc
 
 
-def time_queries(path: Path, repeat: int = 3) -> list[tuple[str, float, int]]:
+def child_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_queries(path: Path, repeat: int = 3) -> list[tuple[str, float, float, int]]:
+    """(name, best wall seconds, CPU seconds of that run, rows) per query, each a fresh `d2k sql`."""
     env = {**os.environ, "D2K_DB": str(path), "COLUMNS": "200"}
     rows = []
-    queries = dict(PAPER_TABLES)
+    queries = {"SELECT 1 (start-up only)": "SELECT 1", **PAPER_TABLES}
     for f in sorted((ROOT / "analysis" / "queries").glob("*.sql")):
         queries[f"analysis/queries/{f.name}"] = f"@{f}"
     for name, sql in queries.items():
         best = None
         for _ in range(repeat):
+            before = child_cpu()
             seconds, proc = timed([*d2k_cmd(), "sql", sql, "--format", "csv"], env)
+            cpu = child_cpu() - before
             if proc.returncode != 0:
                 raise SystemExit(f"{name}: {proc.stderr}")
-            best = seconds if best is None else min(best, seconds)
-        rows.append((name, best, max(0, proc.stdout.count("\n") - 1)))
-    seconds, proc = timed([*d2k_cmd(), "sql", "SELECT 1", "--format", "csv"], env)
-    rows.append(("SELECT 1 (start-up)", seconds, 1))
+            if best is None or seconds < best[0]:
+                best = (seconds, cpu)
+        rows.append((name, best[0], best[1], max(0, proc.stdout.count("\n") - 1)))
     return rows
 
 
@@ -254,17 +263,23 @@ def main() -> None:
     if not args.time:
         print(json.dumps(generate(path, args.evaluations, args.verdicts, args.seed, args.samples), default=str, indent=1))
         return
-    for name, seconds, n in time_queries(path):
-        print(f"{seconds:6.2f} s  {n:6d} rows  {name}")
+    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print("  wall    cpu    rows  query (fresh `d2k sql` process each, best of 3)")
+    for name, seconds, cpu, n in time_queries(path):
+        print(f"{seconds:6.2f} {cpu:6.2f} {n:7d}  {name}")
     out = Path(args.report_out or path.with_suffix(".report"))
     if out.exists():
         shutil.rmtree(out)
     env = {**os.environ, "D2K_DB": str(path)}
+    before = child_cpu()
     seconds, proc = timed([*d2k_cmd(), "report", "--out", str(out)], env)
+    cpu = child_cpu() - before
     if proc.returncode != 0:
         raise SystemExit(proc.stderr)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    print(f"{seconds:6.2f} s  d2k report: {size / 1e6:.2f} MB in {out} ({(out / 'index.html').stat().st_size / 1e6:.2f} MB page)")
+    print(f"{seconds:6.2f} {cpu:6.2f}          d2k report: {size / 1e6:.2f} MB in {out} "
+          f"({(out / 'index.html').stat().st_size / 1e6:.2f} MB page)")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
