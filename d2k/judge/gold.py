@@ -25,6 +25,9 @@ class GoldSolution(BaseModel):
     name: str
     path: str
     description: str = ""
+    # the function the judges treat as the entry point (default: the task's, run); a wild kernel
+    # copied from a library names its own (e.g. "rms_norm_forward" or "Function.forward")
+    entry: str = ""
     labels: list[Label]
 
 
@@ -49,10 +52,12 @@ def gold_dir(root: Path) -> Path:
 
 
 def load(root: Path, task_ids: list[str] | None = None, item_ids: dict[str, set[str]] | None = None,
-         filename: str = "labels.toml", folder: Path | None = None) -> list[GoldSet]:
+         filename: str = "labels.toml", folder: Path | None = None, missing_ok: bool = False) -> list[GoldSet]:
     """Every gold set (or those of ``task_ids``) from ``judges/gold/<task>/<filename>`` (or
     ``folder/<task>/<filename>``, e.g. the wild set): ``labels.toml`` labels code,
-    ``proposals.toml`` labels designs in prose. Labels are checked against the rubric."""
+    ``proposals.toml`` labels designs in prose. Labels are checked against the rubric. With
+    ``missing_ok``, a labelled file that is absent is left out instead of being a problem (the
+    wild set's copies of public code are kept out of git; see judges/wild/README.md)."""
     sets, problems = [], []
     folder = gold_dir(root) if folder is None else folder
     if not folder.is_dir():
@@ -67,9 +72,13 @@ def load(root: Path, task_ids: list[str] | None = None, item_ids: dict[str, set[
         except (tomllib.TOMLDecodeError, ValidationError) as exc:
             problems.append(Problem(rel, "", str(exc).splitlines()[0] if isinstance(exc, tomllib.TOMLDecodeError) else str(exc).replace("\n", " ")[:300]))
             continue
+        present = []
         for solution in data.solutions:
             if not (root / solution.path).is_file():
+                if missing_ok:
+                    continue
                 problems.append(Problem(rel, f"solutions.{solution.name}.path", f"{solution.path} not found"))
+            present.append(solution)
             if item_ids and task_id in item_ids:
                 labelled = [l.item for l in solution.labels]
                 missing = sorted(item_ids[task_id] - set(labelled))
@@ -78,7 +87,8 @@ def load(root: Path, task_ids: list[str] | None = None, item_ids: dict[str, set[
                     problems.append(Problem(rel, f"solutions.{solution.name}.labels", f"no label for {', '.join(missing)}"))
                 if unknown:
                     problems.append(Problem(rel, f"solutions.{solution.name}.labels", f"unknown item {', '.join(unknown)}"))
-        sets.append(GoldSet(task_id, list(data.solutions), root))
+        if present:
+            sets.append(GoldSet(task_id, present, root))
     if problems:
         raise ContentError(problems)
     return sets

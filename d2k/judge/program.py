@@ -745,7 +745,7 @@ CUDA_LOADERS = re.compile(r"(^|\.)(load_inline|load|RawModule|RawKernel|compile_
 
 
 def reachable(program: Program, entry: str | None) -> Reach:
-    roots = program.by_name(entry) if entry else []
+    roots = ([entry] if entry in program.funcs else program.by_name(entry)) if entry else []   # run, or Cls.method
     roots = [q for q in roots if not program.funcs[q].kernel]
     note = ""
     if not roots:

@@ -57,14 +57,15 @@ def _json(value) -> str:
 
 
 def judge_source(bench: Benchmark, task_id: str, source: bytes | str, path: str, solution_id: str,
-                 judge: str = "static", context: LLMContext | None = None, store=None, force: bool = False) -> Judgement:
+                 judge: str = "static", context: LLMContext | None = None, store=None, force: bool = False,
+                 entry: str | None = None) -> Judgement:
     if judge not in JUDGES:
         raise D2KError(f"--judge must be one of {', '.join(JUDGES)}, not {judge!r}")
     items = bench.items(task_id)
     if not items:
         raise D2KError(f"task {task_id} has no design rubric items")
     ran = profile_kernel_names(store, solution_id) if store is not None else None
-    facts = facts_mod.extract(source, path, entry=bench.task(task_id).entry_point, ran=ran)
+    facts = facts_mod.extract(source, path, entry=entry or bench.task(task_id).entry_point, ran=ran)
     verdicts = static.judge(facts, items)
     version, model = static.VERSION, None
     if judge in ("llm", "hybrid"):
@@ -210,7 +211,8 @@ def gold_sets(bench: Benchmark, parts: tuple[str, ...] = ("dev", "test", "wild")
         if part in parts:
             out.append((part, gold_set))
     if "wild" in parts:
-        for gold_set in gold_mod.load(bench.root, list(bench.tasks), item_ids, folder=bench.root / split.wild_folder):
+        for gold_set in gold_mod.load(bench.root, list(bench.tasks), item_ids, folder=bench.root / split.wild_folder,
+                                      missing_ok=True):
             out.append(("wild", gold_set))
     return out
 
@@ -229,7 +231,7 @@ def gold_rows(bench: Benchmark, judge: str = "static", context: LLMContext | Non
             path = gold_set.path_of(solution)
             source = path.read_bytes()
             result = judge_source(bench, gold_set.task_id, source, str(path), sha256(source.decode("utf-8", "replace")),
-                                  judge, context, store, force)
+                                  judge, context, store, force, entry=solution.entry or None)
             if store is not None and judge != "static":
                 store_judgement(store, result)
             judgements.append(result)
