@@ -261,6 +261,9 @@ def ridge_coefficients(X, y, alpha: float):
     return np.linalg.solve(A, b)[..., 0]
 
 
+MIN_SOLUTIONS = 5   # per task for the items (and more than its differing items); twice that for the levels
+
+
 def attribution(store, judge: str = "static", n_boot: int = 300, seed: int = 0, alpha: float = 1.0,
                 confidence: float = 0.95, views_version: str | None = None) -> tuple[tuple, list[tuple]]:
     """Per task (items) and over all tasks (levels), per GPU; rows in the order of
@@ -303,8 +306,9 @@ def attribution(store, judge: str = "static", n_boot: int = 300, seed: int = 0, 
         for task_id in tasks:
             rows = [(s, y) for t, s, y in records if t == task_id]
             items = sorted({i for s, _ in rows for i, c in credit[s].items() if c is not None})
-            if len(rows) < 2 or not items:
-                continue
+            varying = {i for i in items if len({credit[s].get(i) for s, _ in rows}) > 1}
+            if len(rows) < max(MIN_SOLUTIONS, len(varying) + 2) or not varying:
+                continue  # too few solutions to tell the items apart (e.g. only the expert and the naive one)
             X = np.array([[credit[s].get(i) if credit[s].get(i) is not None else np.nan for i in items] for s, _ in rows])
             col_mean = np.nanmean(X, axis=0)
             X = np.where(np.isnan(X), col_mean, X)  # an undecided item takes the others' mean credit
@@ -326,7 +330,7 @@ def attribution(store, judge: str = "static", n_boot: int = 300, seed: int = 0, 
         # taken out by centring both sides within each task (the coefficients of a regression with
         # one dummy per task); the bootstrap resamples the centred solutions
         rows = [(t, s, y) for t, s, y in records if all(level_mean.get(s, {}).get(level) is not None for level in (1, 2, 3))]
-        if len(rows) < 4:
+        if len(rows) < 2 * MIN_SOLUTIONS:
             continue
         X_levels = np.array([[level_mean[s][level] for level in (1, 2, 3)] for _, s, _ in rows])
         y = np.array([y for _, _, y in rows])

@@ -210,6 +210,7 @@ def store_labels(store) -> dict:
            FROM evaluations e JOIN environments env USING (env_id) LEFT JOIN runs r USING (run_id)
            WHERE e.backend = 'cuda' GROUP BY 1 ORDER BY 4 DESC""")
     labels["gpu_sources"] = rows
+    labels["views_version"] = getattr(store, "views_version", None)
     return labels
 
 
@@ -273,7 +274,9 @@ def render(results: list[SectionResult], store_path: str, labels: dict | None = 
              *_banner(labels),
              f"<p class='meta'>Store <code>{html.escape(store_path)}</code>, written {stamp} by <code>d2k report</code>. "
              "Tables are also in <code>tables/*.csv</code>, figures in <code>figures/*.svg</code>; "
-             "<code>docs/metrics.md</code> defines every metric.</p>",
+             "<code>docs/metrics.md</code> defines every metric"
+             + (f" (metric views version <code>{html.escape(labels['views_version'])}</code>, the sha256 of "
+                "<code>analysis/views.sql</code>)" if labels and labels.get("views_version") else "") + ".</p>",
              f"<nav>{nav}</nav>"]
     for r in results:
         parts.append(f"<h2 id='{r.section.name}'>{html.escape(r.section.title)}</h2>")

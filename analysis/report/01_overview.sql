@@ -1,6 +1,5 @@
 -- What the store holds, and the overall correctness rate: the share of the latest evaluations
--- (each solution on each workload and machine) that passed, per backend. The views' version says
--- which metric definitions (analysis/views.sql) produced every table below.
+-- (each solution on each workload and machine) that passed, per backend.
 SELECT what, value FROM (
     SELECT 1 AS k, 'tasks' AS what, (SELECT count(*) FROM tasks)::VARCHAR AS value
     UNION ALL SELECT 2, 'workloads (bench + smoke)', (SELECT count(*) FROM workloads)::VARCHAR
@@ -16,6 +15,5 @@ SELECT what, value FROM (
     UNION ALL SELECT 9, 'judge verdicts', (SELECT count(*) FROM verdicts)::VARCHAR
     UNION ALL SELECT 10, 'experiments, attempts', (SELECT count(*) FROM experiments)::VARCHAR || ', '
                                                  || (SELECT count(*) FROM attempts)::VARCHAR
-    UNION ALL SELECT 11, 'views version', (SELECT value FROM meta WHERE key = 'views_version')
 )
 ORDER BY k, what;
