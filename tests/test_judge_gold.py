@@ -21,12 +21,12 @@ def test_every_gold_set_labels_every_item_of_its_rubric():
 
 def test_static_judge_agreement_is_measured_and_holds_its_level():
     bench = Benchmark.load()
-    rows, _ = gold_rows(bench)
+    rows, _ = gold_rows(bench, parts=("dev",))
     overall = next(r for r in agreement.by_scope(rows) if r["scope"] == "all")
     # every row is decided except those of items that declare no static evidence
     declared = {(t, i.id) for t in bench.tasks for i in bench.items(t) if i.no_static_evidence}
     assert overall["decided"] == overall["n"] - sum((r.task_id, r.item_id) in declared for r in rows) > 0
-    # a regression guard on the measured agreement (see the closing note of the static-analysis issue)
+    # a regression guard on the in-sample (dev) agreement; test/wild are reported by judge-eval
     assert overall["f1"] >= 0.95 and overall["kappa"] >= 0.8
 
 
@@ -37,4 +37,6 @@ def test_judge_eval_cli_stores_metrics():
     stored = subprocess.run(d2k_command("sql", "SELECT scope, count(*) AS n FROM judge_metrics GROUP BY scope ORDER BY scope",
                                         "--format", "json"), capture_output=True, text=True, timeout=120)
     counts = {r["scope"]: r["n"] for r in json.loads(stored.stdout)}
-    assert counts["all"] == 1 and counts["level"] == 3 and counts["item"] >= 21
+    # one set of rows per part (dev, test; wild once labelled)
+    assert counts["all"] >= 2 and counts["level"] == 3 * counts["all"] and counts["item"] >= 21
+    assert "in-sample" in out.stdout and "test" in out.stdout

@@ -29,14 +29,21 @@ def _in_dev(task_id: str, name: str, dev_fraction: float) -> bool:
 
 
 def implementation_examples(bench: Benchmark) -> list[tuple[str, str, dspy.Example]]:
+    """Examples from the dev part only: the frozen test and wild parts (judges/splits.toml) are
+    never compiled on, so the judges can still be measured on them."""
+    from d2k.judge import splits
+
     item_ids = {t: {i.id for i in bench.items(t)} for t in bench.tasks}
+    split = splits.load(bench.root)
     out = []
     for gold_set in gold_mod.load(bench.root, list(bench.tasks), item_ids):
+        if split.frozen(gold_set.task_id):
+            continue
         task = bench.task(gold_set.task_id)
         items = {i.id: i for i in bench.items(gold_set.task_id)}
         for solution in gold_set.solutions:
             path = gold_set.path_of(solution)
-            facts = facts_mod.extract(path.read_bytes(), str(path))
+            facts = facts_mod.extract(path.read_bytes(), str(path), entry=solution.entry or task.entry_point)
             verdicts = {v.item_id: v for v in static.judge(facts, list(items.values()))}
             labels = {l.item: l.verdict for l in solution.labels}
             for label in solution.labels:

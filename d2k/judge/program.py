@@ -581,7 +581,7 @@ class Program:
             return None
         nums = frozenset().union(*[v.numbers for v in values]) if all(v.numbers is not None for v in values) else None
         return Value(_cap(nums), frozenset().union(*[v.deps for v in values]) | {_call_name(call.func)},
-                     tuple(t for v in values for t in v.texts))
+                     tuple(t for v in values for t in v.texts), _union([v.interval for v in values]))
 
     def _call_value(self, call: ast.Call, scope: Func, depth: int, seen) -> Value:
         name = _call_name(call.func)
@@ -590,6 +590,8 @@ class Program:
             return Value(None, frozenset([name]), (_call_name(call),))
         args = [self.value(a, scope, depth + 1, seen) for a in call.args]
         kws = [self.value(k.value, scope, depth + 1, seen) for k in call.keywords]
+        if isinstance(call.func, ast.Attribute) and not isinstance(call.func.value, ast.Name):
+            kws.append(self.value(call.func.value, scope, depth + 1, seen))   # (n - 1).bit_length(): n
         deps = frozenset([name]).union(*[a.deps for a in args + kws]) if args or kws else frozenset([name])
         texts = (_call_name(call),) + tuple(t for a in args + kws for t in a.texts)
         base = name.split(".")[-1]
