@@ -163,6 +163,9 @@ class Result:
 
 
 
+POOLED = "<all kernels>"
+
+
 @dataclass
 class Context:
     """Where kernel-scope signals look: the kernels of one unit (an entry kernel and its helpers),
@@ -170,7 +173,7 @@ class Context:
     kernels: list[Kernel]
     launches: list[Call]
     configs: list[Call]
-    unit: str = "<all kernels>"
+    unit: str = "<all kernels>"     # POOLED, or the unit's entry kernel
     tuners: list[Call] = field(default_factory=list)
 
 
@@ -448,6 +451,14 @@ def evaluate(signal: dict, facts: SolutionFacts, ctx: Context | None = None) -> 
                 ev.append(Evidence(kname, c.line, c.text))
         return Result(bool(ev), ev)
     if kind == "value":
+        if ctx.unit == POOLED and facts.units:
+            # a launch or config value belongs to one kernel: num_warps "varies" when one kernel's
+            # launches or configs give it several values, not when two kernels use two fixed ones
+            for unit_ctx in contexts(facts):
+                r = _value_signal(signal, facts, unit_ctx)
+                if r.holds:
+                    return r
+            return Result(False, [])
         return _value_signal(signal, facts, ctx)
     if kind == "autotune":
         sites = [(ctx.unit, d) for d in ctx.tuners]
@@ -529,6 +540,15 @@ def evaluate(signal: dict, facts: SolutionFacts, ctx: Context | None = None) -> 
             for line in k.cuda.get(feature, []):
                 ev.append(Evidence(k.name, line, _line_snippet(k, line, feature)))
         return Result(bool(ev), ev)
+    if kind == "all" and not signal.get("across") and ctx.unit == POOLED and facts.units:
+        # a group holds together in one unit: the first kernel (with its helpers) where all do
+        best = None
+        for unit_ctx in contexts(facts):
+            r = evaluate(signal, facts, unit_ctx)
+            if r.holds:
+                return r
+            best = best or r
+        return best or Result(False, [])
     if kind in ("all", "any"):
         inner_ctx = pooled(facts) if signal.get("across") else ctx
         results = [evaluate(s, facts, inner_ctx) for s in signal["of"]]

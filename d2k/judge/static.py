@@ -1,13 +1,15 @@
 """The static judge: a verdict per design item from the rubric's signals alone.
 
 Deterministic, offline and fast; the default judge. Only code reachable from the task's entry
-point counts (``facts.py``/``program.py``), and an item's signals are evaluated inside one unit
-(an entry kernel with its jit helpers / __device__ functions, its launches and configs), so
-evidence from one kernel never completes another's item. For each item:
-  implemented   every signal in ``signals`` holds in one unit;
+point counts (``facts.py``/``program.py``). An item's signals are properties of that reachable
+code; an ``all`` group must hold inside one unit (an entry kernel with its jit helpers /
+__device__ functions, its launches and autotune configs), so evidence from one kernel never
+completes a group about another (``across = true`` lets a group span kernels on purpose). For
+each item:
+  implemented   every signal in ``signals`` holds;
   partial       the item defines a partial (``partial_when`` or "Partial: ..." in its criterion)
-                and one of its ``partial`` signals holds in one unit; an item that defines no
-                partial is binary: implemented or missing, never partial;
+                and one of its ``partial`` signals holds; an item that defines no partial is
+                binary: implemented or missing, never partial;
   missing       otherwise; and every item of a solution whose own kernels never run (no kernel
                 in the file, or none reachable from the entry point: status no_kernel/dead_code);
   undetermined  the item has no signals (no reliable static evidence), the file could not be
@@ -66,36 +68,33 @@ def judge_item(item: DesignItem, facts: SolutionFacts) -> Verdict:
     if not item.signals and not item.partial:
         return Verdict(item.id, item.level, "undetermined", reason="no reliable static signal for this item")
     partial_allowed = item.partial_defined and bool(item.partial)
+    whole = sig.pooled(facts)   # the reachable code; an `all` group is checked kernel by kernel inside
     try:
-        per_unit = []
-        for ctx in sig.contexts(facts):
-            results = [sig.evaluate(s, facts, ctx) for s in item.signals]
-            if results and all(r.holds for r in results):
-                evidence = [e.as_dict() for r in results for e in r.evidence][:12]
-                strength = "weak" if all(r.weak for r in results) else "strong"
-                where = f" in {ctx.unit}" if facts.units else ""
-                return Verdict(item.id, item.level, "implemented", strength,
-                               f"all {len(results)} signal(s) hold{where}", evidence)
-            per_unit.append((ctx, results))
+        results = [sig.evaluate(s, facts, whole) for s in item.signals]
+        if results and all(r.holds for r in results):
+            evidence = [e.as_dict() for r in results for e in r.evidence][:12]
+            strength = "weak" if all(r.weak for r in results) else "strong"
+            return Verdict(item.id, item.level, "implemented", strength,
+                           f"all {len(results)} signal(s) hold{_where(evidence)}", evidence)
         if partial_allowed:
-            for ctx, _ in per_unit:
-                partial_results = [sig.evaluate(s, facts, ctx) for s in item.partial]
-                holding = [r for r in partial_results if r.holds]
-                if holding:
-                    evidence = [e.as_dict() for r in holding for e in r.evidence][:12]
-                    strength = "weak" if all(r.weak for r in holding) else "strong"
-                    where = f" in {ctx.unit}" if facts.units else ""
-                    return Verdict(item.id, item.level, "partial", strength,
-                                   f"a partial signal holds{where} (the item's partial: {_short(item)})", evidence)
+            holding = [r for r in (sig.evaluate(s, facts, whole) for s in item.partial) if r.holds]
+            if holding:
+                evidence = [e.as_dict() for r in holding for e in r.evidence][:12]
+                strength = "weak" if all(r.weak for r in holding) else "strong"
+                return Verdict(item.id, item.level, "partial", strength,
+                               f"a partial signal holds{_where(evidence)} (the item's partial: {_short(item)})", evidence)
     except sig.SignalTimeout as exc:
         return Verdict(item.id, item.level, "undetermined", reason=f"a signal could not be evaluated on this file: {exc}")
-    results = [r for _, rs in per_unit for r in rs]
     strength = "weak" if results and all(r.weak for r in results) else "strong"
-    near = max((sum(r.holds for r in rs), ctx.unit) for ctx, rs in per_unit) if per_unit else (0, "")
-    reason = (f"no kernel satisfies all {len(item.signals)} signal(s)" +
-              (f" (at most {near[0]} hold, in {near[1]})" if near[0] else "") +
+    held = sum(r.holds for r in results)
+    reason = (f"{held} of {len(results)} signal(s) hold" +
               ("" if item.partial_defined or not item.partial else "; binary item: no partial"))
     return Verdict(item.id, item.level, "missing", strength, reason)
+
+
+def _where(evidence: list[dict]) -> str:
+    kernels = sorted({e["kernel"] for e in evidence if e.get("kernel") and not e["kernel"].startswith("<")})
+    return f" (in {', '.join(kernels[:4])})" if kernels else ""
 
 
 def _short(item: DesignItem) -> str:
