@@ -435,3 +435,37 @@ def test_the_hybrid_keeps_only_verdicts_of_well_measured_strength():
     assert not calibration.keep_static(record, "weak", "implemented")
     assert not calibration.keep_static(record, "strong", "undetermined")
     assert calibration.keep_static(None, "strong", "partial") and not calibration.keep_static(None, "weak", "missing")
+
+
+def test_a_group_holds_in_one_kernel_while_top_level_signals_may_span_kernels():
+    source = textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def _a(X, BLOCK_M: tl.constexpr):
+            tl.store(X + tl.arange(0, BLOCK_M), tl.zeros([BLOCK_M], dtype=tl.float32))
+
+        @triton.jit
+        def _b(X, Y, K, BK: tl.constexpr):
+            acc = tl.zeros([16, 16], dtype=tl.float32)
+            for k in range(0, K, BK):
+                acc = tl.dot(tl.load(X + k), tl.load(Y + k), acc)
+            tl.store(X, acc)
+
+        def run(x, y):
+            _a[(1,)](x, BLOCK_M=16)
+            _b[(1,)](x, y, 64, BK=16)
+            return x
+    ''')
+    facts = extract(source, "s.py")
+    block_m, dot_loop = {"kind": "constexpr", "pattern": "BLOCK_M"}, {"kind": "loop", "contains_call": "dot"}
+
+    def item(sigs):
+        return DesignItem(id="L1.x", level=1, title="x", guidance="g" * 10, criterion="c" * 10, signals=sigs)
+
+    assert judge(facts, [item([block_m, dot_loop])])[0].verdict == "implemented"          # a property of the solution
+    assert judge(facts, [item([{"kind": "all", "of": [block_m, dot_loop]}])])[0].verdict == "missing"   # one kernel
+    spanning = {"kind": "all", "across": True, "of": [block_m, dot_loop]}
+    assert judge(facts, [item([spanning])])[0].verdict == "implemented"
