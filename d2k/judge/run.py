@@ -223,7 +223,9 @@ def gold_rows(bench: Benchmark, judge: str = "static", context: LLMContext | Non
     predicted verdicts, the part and the verdict's strength."""
     sets = gold_sets(bench, parts)
     if not sets:
-        raise D2KError(f"no gold set found under {gold_mod.gold_dir(bench.root)}")
+        where = f"{gold_mod.gold_dir(bench.root)}" + (" or judges/wild/<task>/labels.toml (the wild set is labelled blind; "
+                                                      "see judges/wild/README.md)" if "wild" in parts else "")
+        raise D2KError(f"no labelled solution of part {'/'.join(parts)} found under {where}")
     rows, judgements = [], []
     for part, gold_set in sets:
         levels = {i.id: i.level for i in bench.items(gold_set.task_id)}
