@@ -568,7 +568,8 @@ def judge_eval(
     concurrency: Optional[int] = typer.Option(None, help="Concurrent LLM calls."),
     part: str = typer.Option("all", "--part", help="Labelled part (judges/splits.toml): dev (in-sample) | test | wild | all."),
     boot: int = typer.Option(1000, "--boot", help="Bootstrap resamples (over solutions) for the 95% intervals; 0 for none."),
-    calibrate: bool = typer.Option(False, "--calibrate", help="Write judges/static_calibration.json (strength precision on the frozen parts) for the hybrid judge."),
+    calibrate: bool = typer.Option(False, "--calibrate",
+                                   help="Write judges/static_calibration.json (strength precision on the frozen parts)."),
     db: Optional[str] = DbOption,
 ):
     """Agreement of a judge with the gold labels in judges/gold/ and judges/wild/, per part (dev /
@@ -675,8 +676,8 @@ def _judge_eval_parts(judge_name, scope, force, model, api_base, concurrency, pa
             if r.part != "dev":   # frozen parts: counted, not listed (no signal may be tuned on them)
                 frozen_misses += 1
                 continue
-            console.print("[yellow]disagrees[/yellow] " + escape(f"{r.task_id}/{r.solution} {r.item_id}: gold {r.gold}, judge {r.predicted}"),
-                          highlight=False)
+            line = f"{r.task_id}/{r.solution} {r.item_id}: gold {r.gold}, judge {r.predicted}"
+            console.print("[yellow]disagrees[/yellow] " + escape(line), highlight=False)
     if frozen_misses:
         console.print(f"{frozen_misses} disagreement(s) on the frozen parts (test/wild) are not listed: "
                       "no signal may be tuned on them", markup=False, highlight=False)

@@ -302,7 +302,10 @@ def test_validation_rejects_partial_signals_on_a_binary_item(content_copy):
 
     path = content_copy / "design_rubrics/rmsnorm.toml"
     text = path.read_text()
-    text = text.replace('partial_when = "The per-row factor is computed once as 1 / sqrt(...) (no rsqrt) and applied with a multiplication."\n', "", 1)
+    defined = ('partial_when = "The per-row factor is computed once as 1 / sqrt(...) (no rsqrt) '
+               'and applied with a multiplication."\n')
+    assert defined in text
+    text = text.replace(defined, "", 1)
     path.write_text(text)
     problems = [str(p) for p in validate(content_copy)[0]]
     assert any("items.L1.rsqrt_mul.partial" in p and "defines no partial" in p for p in problems), problems
@@ -384,8 +387,9 @@ def test_cuda_reached_through_a_load_inline_module():
 
 
 def test_values_follow_tuple_returns_call_arguments_and_loop_variables():
-    from d2k.judge.program import Program
     import ast
+
+    from d2k.judge.program import Program
 
     program = Program(textwrap.dedent('''
         def _config(n):

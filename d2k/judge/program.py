@@ -241,7 +241,7 @@ def interpreter_branch(test: ast.expr) -> str | None:
         # the body runs when any operand holds: interpreter-only if one operand is "interpreter"
         # and the others are CPU-only tests (not x.is_cuda, device.type == "cpu")
         kinds = [interpreter_branch(v) for v in test.values]
-        if "body" in kinds and all(k == "body" or _cpu_only(v) for k, v in zip(kinds, test.values)):
+        if "body" in kinds and all(k == "body" or _cpu_only(v) for k, v in zip(kinds, test.values, strict=True)):
             return "body"
         return None
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
@@ -262,7 +262,8 @@ def interpreter_branch(test: ast.expr) -> str | None:
 
 def _cpu_only(test: ast.expr) -> bool:
     text = ast.unparse(test)
-    return bool(re.fullmatch(r"not\s+[\w.]+\.is_cuda|[\w.]+\.device\.type\s*==\s*['\"]cpu['\"]|not\s+torch\.cuda\.is_available\(\)", text))
+    return bool(re.fullmatch(r"not\s+[\w.]+\.is_cuda|[\w.]+\.device\.type\s*==\s*['\"]cpu['\"]"
+                             r"|not\s+torch\.cuda\.is_available\(\)", text))
 
 
 def _is_main_guard(test: ast.expr) -> bool:
@@ -341,9 +342,10 @@ class Program:
         qual = self._qual(node, cls, parent)
         a = node.args
         positional = [p.arg for p in a.posonlyargs + a.args]
-        params = positional + ([a.vararg.arg] if a.vararg else []) + [p.arg for p in a.kwonlyargs] + ([a.kwarg.arg] if a.kwarg else [])
-        defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults))
-        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+        params = (positional + ([a.vararg.arg] if a.vararg else []) + [p.arg for p in a.kwonlyargs]
+                  + ([a.kwarg.arg] if a.kwarg else []))
+        defaults = dict(zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True))
+        defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None})
         f = Func(qual, node.name, node.lineno, getattr(node, "end_lineno", node.lineno) or node.lineno, cls=cls,
                  parent=parent.qualname if parent is not None and parent.qualname != "<module>" else None,
                  params=params, defaults=defaults, kernel=any(_is_jit_decorator(d) for d in node.decorator_list),

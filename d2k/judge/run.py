@@ -218,7 +218,8 @@ def gold_sets(bench: Benchmark, parts: tuple[str, ...] = ("dev", "test", "wild")
 
 
 def gold_rows(bench: Benchmark, judge: str = "static", context: LLMContext | None = None, store=None,
-              force: bool = False, parts: tuple[str, ...] = ("dev", "test", "wild")) -> tuple[list[agreement.Row], list[Judgement]]:
+              force: bool = False, parts: tuple[str, ...] = ("dev", "test", "wild"),
+              ) -> tuple[list[agreement.Row], list[Judgement]]:
     """Judge every labelled solution of ``parts``; one row per (solution, item) with the gold and
     predicted verdicts, the part and the verdict's strength."""
     sets = gold_sets(bench, parts)

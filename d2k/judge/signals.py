@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 # timeout, so a backtracking pattern cannot hang the judge on an unusual file
 import regex as regex_module
 
-from d2k.judge.facts import Call, Kernel, SolutionFacts, pointer_base
+from d2k.judge.facts import Call, Kernel, Loop, SolutionFacts, pointer_base
 
 KINDS = {
     "call": ({"name"}, {"in_loop", "keyword", "arg_contains", "arg_value", "arg_index", "pointer", "pointer_depends",
@@ -286,12 +286,14 @@ def _direct_texts(facts: SolutionFacts, kernel: Kernel, text: str) -> list[str]:
 
 
 def _is_callee(root, name_node) -> bool:
+    """Is the name the function called (``f(x)``) or the object of a method call other than
+    ``.to`` (``x.sum()``), rather than a value the argument is built from?"""
     import ast
 
     return any(isinstance(n, ast.Call) and (n.func is name_node or
                                             (isinstance(n.func, ast.Attribute) and n.func.value is name_node
                                              and n.func.attr != "to"))
-               for n in ast.walk(root)) and not False
+               for n in ast.walk(root))
 
 
 def _splat_keywords(facts: SolutionFacts, call: Call, scoped: bool = False) -> dict:
@@ -315,7 +317,8 @@ def _splat_keywords(facts: SolutionFacts, call: Call, scoped: bool = False) -> d
                 v = v.body if isinstance(v.body, (ast.Dict, ast.Call)) else v.orelse
             pairs = []
             if isinstance(v, ast.Dict):
-                pairs = [(k.value, val) for k, val in zip(v.keys, v.values) if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+                pairs = [(k.value, val) for k, val in zip(v.keys, v.values, strict=True)
+                         if isinstance(k, ast.Constant) and isinstance(k.value, str)]
             elif isinstance(v, ast.Call) and ast.unparse(v.func) == "dict":
                 pairs = [(kw.arg, kw.value) for kw in v.keywords if kw.arg]
             for k, val in pairs:
@@ -326,6 +329,8 @@ def _splat_keywords(facts: SolutionFacts, call: Call, scoped: bool = False) -> d
 def _name_sources(program, name: str, scope, depth: int = 0) -> list:
     """(scope, expression) pairs a name can hold: its assignments, or the arguments passed to it
     when it is a parameter (followed up to a few calls)."""
+    import ast
+
     from d2k.judge.program import _bound_arg
 
     bindings = program._bindings(name, scope)
@@ -340,23 +345,11 @@ def _name_sources(program, name: str, scope, depth: int = 0) -> list:
         arg = _bound_arg(call, name, index)
         if arg is None:
             continue
-        if isinstance(arg, ast_Name()):
+        if isinstance(arg, ast.Name):
             out += _name_sources(program, arg.id, site_scope, depth + 1)
         else:
             out.append((site_scope, arg))
     return out
-
-
-def ast_Name():
-    import ast
-
-    return ast.Name
-
-
-def _call_name_text(node) -> str:
-    import ast
-
-    return ast.unparse(node)
 
 
 def _keywords(facts: SolutionFacts, call: Call) -> dict[str, str]:
@@ -425,7 +418,8 @@ def evaluate(signal: dict, facts: SolutionFacts, ctx: Context | None = None) -> 
                     continue
                 if "pointer" in signal and not (c.args and re.search(signal["pointer"], pointer_base(k, c.args[0]))):
                     continue
-                if "pointer_depends" in signal and not (c.args and _depends(facts, k, c.args[0], c.line, signal["pointer_depends"])):
+                if "pointer_depends" in signal and not (
+                        c.args and _depends(facts, k, c.args[0], c.line, signal["pointer_depends"])):
                     continue
                 ev.append(Evidence(k.name, c.line, c.text))
         return Result(len(ev) >= int(signal.get("min_count", 1)), ev)
