@@ -131,6 +131,7 @@ def run_sweep(
     timing: dict | None = None,
     force: bool = False,
     progress=None,
+    timed: bool = True,
 ) -> SweepResult:
     """Run every plan; ``progress`` (optional) gets ``start(total)``, ``workload(label)`` and ``advance()``."""
     limits = limits or runner.Limits()
@@ -184,7 +185,7 @@ def run_sweep(
         slot = slots.get()
         try:
             job_dir = run_dir / f"{solution.task_id}-{solution.label.replace('/', '_')[-40:]}-{solution.solution_id[:10]}"
-            job = evaluation_job(bench, solution, workloads, backend, events_path="", timing=timing)
+            job = evaluation_job(bench, solution, workloads, backend, events_path="", timing=timing, time=timed)
             if backend == "cuda":
                 job["env"] = {"CUDA_VISIBLE_DEVICES": visible_devices()[slot]}  # one solution per GPU at a time
             if store.path != ":memory:":
