@@ -123,6 +123,7 @@ def worker_env(backend: str) -> dict:
     if backend == "interpreter":
         env["TRITON_INTERPRET"] = "1"
         env.setdefault("CUDA_VISIBLE_DEVICES", "")
+        env.setdefault("OMP_NUM_THREADS", "1")  # workers run side by side, one per core
     else:
         env.pop("TRITON_INTERPRET", None)
     # the worker must import this d2k, wherever the command was started

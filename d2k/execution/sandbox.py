@@ -116,6 +116,8 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
     if backend == "interpreter":
         env["TRITON_INTERPRET"] = "1"
         env.setdefault("CUDA_VISIBLE_DEVICES", "")
+        # solutions run side by side on the CPU (one per core): one thread each, no oversubscription
+        env.setdefault("OMP_NUM_THREADS", "1")
     else:
         env.pop("TRITON_INTERPRET", None)
     config = {
