@@ -233,7 +233,8 @@ def _backend(requested: str) -> str:
     return backend
 
 
-def _run(bench_content, plans, backend: str, command: str, args: dict, db, force: bool, per_workload: bool, timeout: float):
+def _run(bench_content, plans, backend: str, command: str, args: dict, db, force: bool, per_workload: bool, timeout: float,
+         timed: bool = True):
     from d2k.runner import Limits
     from d2k.sweep import run_sweep
 
@@ -241,7 +242,8 @@ def _run(bench_content, plans, backend: str, command: str, args: dict, db, force
     progress = RichProgress(command)
     limits = Limits(per_workload_s=timeout, total_s=max(timeout * 4, 3600.0))
     try:
-        result = run_sweep(bench_content, store, plans, backend, command, args, limits=limits, force=force, progress=progress)
+        result = run_sweep(bench_content, store, plans, backend, command, args, limits=limits, force=force, progress=progress,
+                           timed=timed)
     finally:
         progress.stop()
     if result.skipped:
@@ -290,11 +292,13 @@ def eval_cmd(
 @app.command()
 def bench(
     tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated task ids (default: all)."),
-    solution: list[str] = typer.Option(["expert", "naive", "reference"], "--solution",
+    solution: Optional[list[str]] = typer.Option(None, "--solution",
                                        help="expert | naive | reference | compiled (torch.compile of the reference) | baselines (each library adapter in tasks/<id>/baselines/) | PATH; repeat for several."),
     workloads: str = typer.Option("auto", help="bench | smoke | all (auto: bench on a GPU, smoke on the interpreter)."),
     backend: str = typer.Option("auto", help="auto | cuda | interpreter."),
     force: bool = typer.Option(False, help="Re-run evaluations the store already holds."),
+    time_interpreter: bool = typer.Option(False, "--time-interpreter",
+                                          help="Also time calls under the CPU interpreter (wall clock, never kernel speed)."),
     per_workload: bool = typer.Option(False, "--per-workload", help="Summarise per workload instead of per task."),
     timeout: float = typer.Option(600.0, help="Seconds per workload before the worker is killed."),
     db: Optional[str] = DbOption,
@@ -308,6 +312,12 @@ def bench(
     bench_content = _checked_bench(only)
     backend = _backend(backend)
     tag = workloads if workloads != "auto" else ("bench" if backend == "cuda" else "smoke")
+    # Defaults: on a GPU every task's expert, naive and reference, checked and timed; under the CPU
+    # interpreter the experts' correctness only (its timings are never kernel speed, and every
+    # solution costs two process starts there), so the README's main job stays short.
+    if not solution:
+        solution = ["expert", "naive", "reference"] if backend == "cuda" else ["expert"]
+    timed = backend == "cuda" or time_interpreter
     plans = []
     for task_id in bench_content.tasks:
         selected = bench_content.select_workloads(task_id, tag)
@@ -325,8 +335,8 @@ def bench(
                 plans.append(Plan(resolve(bench_content, task_id, name), selected))
     if not plans:
         raise D2KError("nothing to run: no workloads or solutions matched")
-    result = _run(bench_content, plans, backend, "bench", {"tasks": only, "solutions": solution, "workloads": tag}, db, force,
-                  per_workload, timeout)
+    result = _run(bench_content, plans, backend, "bench", {"tasks": only, "solutions": solution, "workloads": tag, "timed": timed},
+                  db, force, per_workload, timeout, timed=timed)
     if any(r["status"] != "passed" for r in result.records):
         raise typer.Exit(1)
 
