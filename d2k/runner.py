@@ -353,8 +353,8 @@ def run_solution(job: dict, job_dir: Path, context: dict, limits: Limits, on_rec
                 if current is not None and now - current_since > limits.per_workload_s:
                     killed_for = "workload"
                     break
-                if current is None and not loaded and now - loading_since > limits.per_workload_s + 60:
-                    # a minute for the worker's own start (torch), the per-workload limit for the solution's import
+                if current is None and not loaded and now - loading_since > limits.per_workload_s + 30:
+                    # 30 s for the worker's own start (torch), the per-workload limit for the solution's import
                     killed_for = "loading"
                     break
                 if now - started_total > limits.total_s:

@@ -39,6 +39,7 @@ def d2k_command(*args):
     return [sys.executable, "-m", "d2k", *args]
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Under xdist (`-n auto`, `--dist loadgroup`), keep the tests that share a module-scoped fixture
     (a sweep, a demo store) on one worker, so the fixture runs once instead of once per worker."""

@@ -56,7 +56,7 @@ def test_a_hanging_import_is_bounded_by_the_per_workload_limit(tmp_path):
     records, order = _sweep(tmp_path, "hangs_at_import", body, Limits(per_workload_s=5))
     assert {r["status"] for r in records.values()} == {"timeout"}
     assert "importing the solution" in records[order[0]]["reason"]
-    assert time.monotonic() - started < 5 + 60 + 60  # the limit plus the worker's own start, not 300 s
+    assert time.monotonic() - started < 5 + 30 + 60  # the limit plus the worker's own start, not 300 s
 
 
 def test_memory_exhaustion_fails_the_workload_and_the_next_runs_in_a_fresh_process(tmp_path):

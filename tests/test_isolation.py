@@ -13,6 +13,9 @@ from d2k.sweep import Plan, run_sweep
 GOOD_BODY = '''
 import torch
 
+# one worker runs this module: its tests share one module-scoped run
+pytestmark = pytest.mark.xdist_group("test_isolation")
+
 def _rms(x, w, eps):
     xf = x.float()
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w

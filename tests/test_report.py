@@ -14,6 +14,9 @@ from d2k.solutions import resolve
 from d2k.store import Store
 from d2k.sweep import Plan, run_sweep
 
+# one worker runs this module: its tests share one module-scoped run
+pytestmark = pytest.mark.xdist_group("test_report")
+
 
 @pytest.fixture(scope="module")
 def gpu_like_store(tmp_path_factory):

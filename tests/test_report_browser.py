@@ -38,8 +38,11 @@ def chromium() -> str | None:
 
 
 CHROMIUM = chromium()
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (apt-get install -y chromium, "
-                                                         "or set D2K_CHROMIUM): the rendered report is not checked")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (apt-get install -y chromium, "
+                                                "or set D2K_CHROMIUM): the rendered report is not checked"),
+    pytest.mark.xdist_group("test_report_browser"),  # one worker: the tests share one module-scoped report
+]
 
 CHECK = """
 <script>

@@ -19,6 +19,9 @@ from d2k.solutions import resolve
 from d2k.store import Store
 from d2k.sweep import Plan, run_sweep
 
+# one worker runs this module: its tests share one module-scoped run
+pytestmark = pytest.mark.xdist_group("test_corpus_cpu")
+
 CORPUS = Path(__file__).parent / "cpu"
 FILES = sorted(CORPUS.glob("*.py"))
 SECRET = "sk-d2k-test-leak"
