@@ -106,7 +106,7 @@ def _workers_of(pid: int) -> list[int]:
     return out
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "sigint"])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, pytest.param(signal.SIGINT, marks=pytest.mark.slow)], ids=["sigkill", "sigint"])
 def test_killing_the_parent_loses_and_duplicates_nothing(tmp_path, sig):
     db = tmp_path / "k.duckdb"
     env = {**os.environ, "D2K_DB": str(db), "D2K_WORKDIR": str(tmp_path / "work")}

@@ -10,11 +10,11 @@ from d2k.solutions import resolve
 from d2k.store import Store
 from d2k.sweep import Plan, run_sweep
 
-GOOD_BODY = '''
-import torch
-
 # one worker runs this module: its tests share one module-scoped run
 pytestmark = pytest.mark.xdist_group("test_isolation")
+
+GOOD_BODY = '''
+import torch
 
 def _rms(x, w, eps):
     xf = x.float()
