@@ -272,7 +272,6 @@ def eval_cmd(
 ):
     """Check and time one solution on a task's workloads, each solution in its own process."""
     from d2k.solutions import resolve
-    from d2k.execution.probe import detect_backend
     from d2k.sweep import Plan
 
     bench = _checked_bench([task])
@@ -305,7 +304,6 @@ def bench(
 ):
     """Run solutions over tasks (default: every task's expert, naive and reference) and summarise."""
     from d2k.solutions import resolve
-    from d2k.execution.probe import detect_backend
     from d2k.sweep import Plan
 
     only = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
@@ -853,7 +851,6 @@ def experiment_run(
     """Create the attempts (model x task x condition x seed) and run those not finished; resumable."""
     from d2k.experiment import spec as spec_mod
     from d2k.experiment.run import run_experiment
-    from d2k.execution.probe import detect_backend
     from d2k.sweep import work_dir
 
     spec = spec_mod.load(spec_path)
