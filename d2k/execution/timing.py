@@ -84,16 +84,8 @@ def profile_streams(call, guard: TimerGuard) -> dict:
         marker.add_(1.0)  # a kernel known to run on the current stream
         call()
         guard.synchronize()
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    try:
-        prof.export_chrome_trace(path)
-        with open(path, encoding="utf-8") as fh:
-            trace = json.load(fh)
-    finally:
-        os.unlink(path)
     device_events = sorted(
-        (e for e in trace.get("traceEvents", []) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")),
+        (e for e in _trace_events(prof) if e.get("cat") in DEVICE_CATEGORIES),
         key=lambda e: e.get("ts", 0),
     )
     if not device_events:
