@@ -87,6 +87,9 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
     namespaces = enabled and namespaces_available()
     root_user = enabled and os.geteuid() == 0
     drop_user = root_user and python_readable_by_others()
+    dropped = []
+    if backend == "cuda" and (namespaces or drop_user):
+        namespaces, drop_user, dropped = _layers_cuda_allows(private_dir, hide, read_only, namespaces, drop_user)
     drop_caps = root_user and shutil.which("setpriv") is not None
     layers = {
         "pid_namespace": namespaces, "mount_namespace": namespaces, "network_namespace": namespaces,
@@ -104,6 +107,7 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
     elif root_user and not drop_user:
         warnings.append("Python is installed where an unprivileged user cannot read it: the candidate keeps uid 0 "
                         + ("with every capability dropped" if drop_caps else "WITH its capabilities (no setpriv here)"))
+    warnings += [f"CUDA does not initialise under {what} on this machine: that layer is off for GPU runs" for what in dropped]
     root = INSIDE if namespaces else str(private_dir)
     env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
     env.update({
@@ -138,6 +142,51 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
         for path in [private_dir, *([cache_dir] if cache_dir else [])]:
             os.chown(path, NOBODY, NOBODY)
     return prefix, env, {"layers": layers, "warnings": warnings, "root": root}
+
+
+_CUDA_CHECK = ("import ctypes, sys\n"
+               "lib = ctypes.CDLL('libcuda.so.1'); n = ctypes.c_int(0)\n"
+               "sys.exit(0 if lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0 else 3)")
+_cuda_allowed: dict[tuple[bool, bool], bool] = {}
+
+
+def _cuda_initialises(private_dir: Path, hide: list[Path], read_only: list[Path], namespaces: bool, drop_user: bool) -> bool:
+    """Does the driver initialise (cuInit, a device counted) inside these layers? Cached per process."""
+    key = (namespaces, drop_user)
+    if key not in _cuda_allowed:
+        config = {"namespaces": namespaces, "drop_user": drop_user, "drop_caps": shutil.which("setpriv") is not None,
+                  "private_dir": str(private_dir), "inside": INSIDE, "cache_dir": None, "limits": {}, "backend": "cuda",
+                  "hide": [str(p) for p in hide if p.exists()], "read_only": [str(p) for p in read_only if p.exists()]}
+        prefix = [shutil.which("unshare"), "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
+                  "--propagation", "private"] if namespaces else []
+        if drop_user:
+            os.chown(private_dir, NOBODY, NOBODY)
+        env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+        try:
+            ok = subprocess.run([*prefix, sys.executable, "-m", "d2k.execution.sandbox", json.dumps(config), "--",
+                                 sys.executable, "-c", _CUDA_CHECK], capture_output=True, timeout=60, env=env,
+                                cwd=str(private_dir)).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        _cuda_allowed[key] = ok
+    return _cuda_allowed[key]
+
+
+def _layers_cuda_allows(private_dir: Path, hide: list[Path], read_only: list[Path], namespaces: bool,
+                        drop_user: bool) -> tuple[bool, bool, list[str]]:
+    """The strongest (namespaces, drop_user) under which CUDA still works here, and what was given up.
+
+    A GPU run without a GPU measures nothing, so a layer that stops the driver is switched off (and
+    the run's sandbox metadata says which); if CUDA does not work even without them, the layers stay
+    and the candidate reports that it sees no device."""
+    candidates = [(namespaces, drop_user), (namespaces, False), (False, drop_user), (False, False)]
+    for ns, drop in dict.fromkeys(c for c in candidates if (c[0] <= namespaces and c[1] <= drop_user)):
+        if _cuda_initialises(private_dir, hide, read_only, ns, drop):
+            given_up = (["the unprivileged user"] if drop_user and not drop else []) + \
+                       (["the mount/pid/network namespaces"] if namespaces and not ns else [])
+            return ns, drop, given_up
+    return namespaces, drop_user, []
 
 
 # -- the init step, inside the namespaces -------------------------------------------------------
