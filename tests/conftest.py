@@ -48,3 +48,30 @@ def pytest_collection_modifyitems(config, items):
         defs = getattr(info, "name2fixturedefs", {}) if info else {}
         if any(d.scope == "module" for fixturedefs in defs.values() for d in fixturedefs):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+class _XdistGroupTags:
+    @pytest.hookimpl(trylast=True)  # after xdist's own hook
+    def pytest_collection_modifyitems(self, config, items):
+        _tag_groups(config, items)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_XdistGroupTags(), "d2k-xdist-group-tags")
+
+
+def _tag_groups(config, items):
+    """xdist 3.8 tags a grouped test by assigning ``item._nodeid``, which pytest >= 9 no longer
+    reads (the id lives in ``item._id``), so every group was spread over the workers and each
+    module-scoped sweep ran once per worker. Apply the tag where pytest reads it."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    try:
+        from _pytest.nodeid import coerce_node_id  # pytest >= 9
+    except ImportError:
+        return  # older pytest reads _nodeid: xdist's tag already took effect
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if names and "@" not in item.nodeid:
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(names)}")
