@@ -7,7 +7,11 @@
 #                    (old/, the commit before the boundary) and the new one
 # Needs .whl (benchmarks/gpu_env.sh) and old/ (git archive of the old commit) carried.
 set -uo pipefail
+export D2K_DB=${D2K_DB:-/tmp/trusted.duckdb}   # the store stays out of $OUT (8 files come back at most)
 source benchmarks/gpu_env.sh
+DEADLINE=$(( $(date +%s) + ${SECONDS_BUDGET:-570} ))
+# a stage's timeout: its own limit, or what is left of the call's budget if that is less
+budget() { local left=$(( DEADLINE - $(date +%s) )); (( left < $1 )) && echo $(( left > 1 ? left : 1 )) || echo "$1"; }
 python3 -m pip install -q --no-index --find-links .whl pytest 2>/dev/null || true
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 python3 - <<'PY' 2>&1 | tee "$OUT/sandbox.txt"
@@ -22,12 +26,12 @@ print(r.stdout.strip(), r.stderr.strip()[-300:])
 PY
 # Ordered by what matters most: whatever finishes inside the call's 600 s comes back.
 # 1. the corpus on the GPU
-D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout 150 python3 -m pytest -q -m gpu tests/adversarial/test_corpus_gpu.py -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/corpus_gpu.log"
+D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout $(budget 300) python3 -m pytest -q -m gpu tests/adversarial/test_corpus_gpu.py -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/corpus_gpu.log"
 # 3. overhead of the boundary: old in-process worker vs new, same tasks, events timing, write flush
 for impl in old new; do
   dir=$PWD; [[ $impl == old ]] && dir=$PWD/old
   start=$(date +%s%N)
-  (cd "$dir" && D2K_DB=/tmp/ovh_$impl.duckdb D2K_WORKDIR=/tmp/ovh_$impl PYTHONPATH=$dir timeout 75 python3 -m d2k bench --tasks rmsnorm,silu_and_mul --solution expert > "$OUT/overhead_$impl.log" 2>&1)
+  (cd "$dir" && D2K_DB=/tmp/ovh_$impl.duckdb D2K_WORKDIR=/tmp/ovh_$impl PYTHONPATH=$dir timeout $(budget 60) python3 -m d2k bench --tasks rmsnorm,silu_and_mul --solution expert > "$OUT/overhead_$impl.log" 2>&1)
   echo "$impl wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$OUT/overhead.log"
   (cd "$dir" && D2K_DB=/tmp/ovh_$impl.duckdb PYTHONPATH=$dir python3 -m d2k sql "SELECT workload_id, median_ms, iqr_ms, n_samples, seconds FROM evaluations ORDER BY workload_id" --format json > "$OUT/overhead_$impl.json")
 done
@@ -36,10 +40,12 @@ CASES=""
 for t in rmsnorm silu_and_mul softmax_vocab moe_grouped_topk_routing top_k_top_p_sampling; do
   for w in $(python3 -c "import json;[print(json.loads(l)['id']) for l in open('workloads/$t.jsonl') if json.loads(l)['tag']=='bench']"); do CASES="$CASES $t:$w"; done
 done
-timeout 80 python3 benchmarks/graph_replay_timing.py $CASES > "$OUT/graph_replay.jsonl" 2> "$OUT/graph_replay.err"
-for i in 1 2 3; do
-  D2K_TIMING='{"device_span": true, "flush_mode": "read"}' timeout 55 python3 -m d2k bench \
+timeout $(budget 80) python3 benchmarks/graph_replay_timing.py $CASES > "$OUT/graph_replay.jsonl" 2> "$OUT/graph_replay.err"
+for i in 1 2; do
+  D2K_TIMING='{"device_span": true, "flush_mode": "read"}' timeout $(budget 50) python3 -m d2k bench \
     --tasks rmsnorm,silu_and_mul,softmax_vocab,moe_grouped_topk_routing,top_k_top_p_sampling --solution expert --force > "$OUT/span_$i.log" 2>&1
 done
 python3 -m d2k sql "SELECT task_id, workload_id, run_id, median_ms, event_median_ms, span_median_ms, kernel_sum_median_ms, kernels_per_call, status FROM evaluations WHERE backend='cuda' AND span_median_ms IS NOT NULL ORDER BY task_id, workload_id, created_at" --format json > "$OUT/agreement.json"
 cp "$D2K_DB" "$OUT/trusted.duckdb" 2>/dev/null
+# logs travel as one archive
+(cd "$OUT" && tar czf logs.tgz --remove-files *.log *.txt 2>/dev/null)
