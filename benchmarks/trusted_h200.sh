@@ -26,7 +26,7 @@ print(r.stdout.strip(), r.stderr.strip()[-300:])
 PY
 # Ordered by what matters most: whatever finishes inside the call's 600 s comes back.
 # 1. the corpus on the GPU
-D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout $(budget 300) python3 -m pytest -q -m gpu tests/adversarial/test_corpus_gpu.py -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/corpus_gpu.log"
+D2K_CORPUS_ONLY=${CORPUS_ONLY:-} D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout $(budget ${CORPUS_SECONDS:-300}) python3 -m pytest -q -m gpu tests/adversarial/test_corpus_gpu.py -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/corpus_gpu.log"
 # 3. overhead of the boundary: old in-process worker vs new, same tasks, events timing, write flush
 for impl in old new; do
   dir=$PWD; [[ $impl == old ]] && dir=$PWD/old
@@ -40,9 +40,9 @@ CASES=""
 for t in rmsnorm silu_and_mul softmax_vocab moe_grouped_topk_routing top_k_top_p_sampling; do
   for w in $(python3 -c "import json;[print(json.loads(l)['id']) for l in open('workloads/$t.jsonl') if json.loads(l)['tag']=='bench']"); do CASES="$CASES $t:$w"; done
 done
-timeout $(budget 80) python3 benchmarks/graph_replay_timing.py $CASES > "$OUT/graph_replay.jsonl" 2> "$OUT/graph_replay.err"
-for i in 1 2; do
-  D2K_TIMING='{"device_span": true, "flush_mode": "read"}' timeout $(budget 50) python3 -m d2k bench \
+[[ -n ${SKIP_REPLAY:-} ]] || timeout $(budget 80) python3 benchmarks/graph_replay_timing.py $CASES > "$OUT/graph_replay.jsonl" 2> "$OUT/graph_replay.err"
+for i in $(seq 1 ${SPAN_RUNS:-2}); do
+  D2K_TIMING='{"device_span": true, "flush_mode": "read"}' timeout $(budget ${SPAN_SECONDS:-50}) python3 -m d2k bench \
     --tasks rmsnorm,silu_and_mul,softmax_vocab,moe_grouped_topk_routing,top_k_top_p_sampling --solution expert --force > "$OUT/span_$i.log" 2>&1
 done
 python3 -m d2k sql "SELECT task_id, workload_id, run_id, median_ms, event_median_ms, span_median_ms, kernel_sum_median_ms, kernels_per_call, status FROM evaluations WHERE backend='cuda' AND span_median_ms IS NOT NULL ORDER BY task_id, workload_id, created_at" --format json > "$OUT/agreement.json"
