@@ -268,6 +268,10 @@ def finalize(raw: dict, context: dict) -> dict:
         counts = timing.get("kernels_per_call") or []
         if counts:
             record["kernels_per_call"] = sum(counts) / len(counts)
+    if timing.get("late_calls") and not primary_span:
+        # the event windows of these calls may hold host time (the span, when recorded, does not)
+        record["flags"] = {**(record["flags"] or {}), "host_late": {
+            "calls": timing["late_calls"], "of": len(events), "worst_us": timing.get("late_worst_us")}}
     if raw.get("candidate_output_bytes"):
         record["flags"] = {**(record["flags"] or {}), "candidate_output_bytes": raw["candidate_output_bytes"]}
     return record

@@ -224,7 +224,8 @@ class Candidate:
         def after(i, j, result):
             # the decision comes after the call was issued: nothing the call did can depend on it
             self.reply({"op": "issued", "call": j})
-            decision, _ = wire.recv(self.cmd_fd, 0)
+            # on the GPU, wait hot: the next call must be issued as fast as the warm-up measured
+            decision, _ = wire.recv(self.cmd_fd, 0, spin_s=0.0 if self.interpreter else wire.SPIN_S)
             kept.pop(decision.get("drop"), None)
             if decision.get("keep") and len(kept) < 8:
                 # device-side copies, taken in stream order (no host sync inside the timing loop)

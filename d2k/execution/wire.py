@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import struct
+import time
 
 import numpy as np
 import torch
 
 MAX_HEADER = 1 << 20
+SPIN_S = 0.05  # how long either side of a GPU timing loop busy-polls for the other's message
 # dtypes that may cross the boundary; anything else is refused
 DTYPES = {
     name: getattr(torch, name)
@@ -65,8 +68,22 @@ def send(fd: int, header: dict, blobs: list | None = None) -> None:
         _write_all(fd, v)
 
 
-def recv(fd: int, max_bytes: int) -> tuple[dict, list[bytearray]]:
-    """One frame; ``max_bytes`` bounds the blobs' total size (a larger claim is refused unread)."""
+def wait_readable(fd: int, spin_s: float) -> None:
+    """Poll ``fd`` without sleeping for up to ``spin_s`` seconds (then the read blocks as usual).
+
+    Inside a GPU timing loop a blocking read puts the thread to sleep, and the host then issues the
+    next call from a cold core, late enough to leave idle gaps inside its event window."""
+    deadline = time.perf_counter() + spin_s
+    while time.perf_counter() < deadline:
+        if select.select([fd], [], [], 0)[0]:
+            return
+
+
+def recv(fd: int, max_bytes: int, spin_s: float = 0.0) -> tuple[dict, list[bytearray]]:
+    """One frame; ``max_bytes`` bounds the blobs' total size (a larger claim is refused unread).
+    ``spin_s`` > 0 busy-polls that long for the frame before blocking (see ``wait_readable``)."""
+    if spin_s > 0:
+        wait_readable(fd, spin_s)
     (size,) = struct.unpack(">I", bytes(_read_exact(fd, 4)))
     if size > MAX_HEADER:
         raise WireError(f"header of {size} bytes exceeds {MAX_HEADER}")

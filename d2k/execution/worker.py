@@ -178,9 +178,9 @@ class CandidateProcess:
         except (BrokenPipeError, OSError):
             raise self.died() from None
 
-    def receive(self, limit: int | None = None) -> tuple[dict, list]:
+    def receive(self, limit: int | None = None, spin_s: float = 0.0) -> tuple[dict, list]:
         try:
-            return self.wire.recv(self.reply_r, self.reply_limit if limit is None else limit)
+            return self.wire.recv(self.reply_r, self.reply_limit if limit is None else limit, spin_s=spin_s)
         except self.wire.WireError as exc:
             if self.proc.poll() is None and "closed" not in str(exc):
                 self.kill()
@@ -364,7 +364,8 @@ class Checker:
         sample: list[int] = []
         seen = 0
         while True:
-            reply, out = self.candidate.receive()
+            # answer each "issued" at once: the candidate waits for the decision between timed calls
+            reply, out = self.candidate.receive(spin_s=0.0 if self.interpreter else self.wire.SPIN_S)
             if reply.get("op") == "issued":
                 j = int(reply.get("call", -1))
                 seen += 1
