@@ -314,7 +314,7 @@ class CudaTimer:
                 one(j % n_sets, starts[j], ends[j], j)
             g.synchronize()
         g.check()
-        samples = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+        samples = [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
         if recorder is not None:
             try:
                 span = device_spans(recorder, reps)
