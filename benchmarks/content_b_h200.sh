@@ -15,6 +15,7 @@ start=$(date +%s)
 timeout "${BENCH_SECONDS:-480}" python3 -m d2k bench --tasks "$TASKS" "${args[@]}" --per-workload --timeout "${TIMEOUT:-120}" > "$OUT/bench.log" 2>&1
 echo "sweep wall time: $(( $(date +%s) - start )) s" | tee -a "$OUT/bench.log"
 COLUMNS=250 python3 -m d2k sql @analysis/queries/baselines_table.sql > "$OUT/table.txt" 2>&1
-python3 -m d2k sql "SELECT e.task_id, e.workload_id, s.label, e.status, e.median_ms, e.event_median_ms, e.span_median_ms, e.kernels_per_call, e.kernel_less, substr(e.reason, 1, 300) AS reason FROM evaluations e JOIN solutions s USING (solution_id) ORDER BY 1, 2, 3" --format json > "$OUT/evaluations.json"
+python3 -m d2k sql "SELECT e.task_id, e.workload_id, s.label, e.status, e.median_ms, e.event_median_ms, e.span_median_ms, e.kernels_per_call, e.kernel_less, e.seconds, e.timing_method, substr(e.reason, 1, 300) AS reason FROM evaluations e JOIN solutions s USING (solution_id) ORDER BY 1, 2, 3" --format json > "$OUT/evaluations.json"
+python3 -c "import duckdb, sys; duckdb.connect(sys.argv[1]).execute('CHECKPOINT')" "$D2K_DB"  # fold the WAL in before copying
 cp "$D2K_DB" "$OUT/content_b.duckdb" 2>/dev/null
 tail -40 "$OUT/bench.log"

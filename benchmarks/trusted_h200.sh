@@ -46,6 +46,7 @@ for i in $(seq 1 ${SPAN_RUNS:-2}); do
     --tasks rmsnorm,silu_and_mul,softmax_vocab,moe_grouped_topk_routing,top_k_top_p_sampling --solution expert --force > "$OUT/span_$i.log" 2>&1
 done
 python3 -m d2k sql "SELECT task_id, workload_id, run_id, median_ms, event_median_ms, span_median_ms, kernel_sum_median_ms, kernels_per_call, status FROM evaluations WHERE backend='cuda' AND span_median_ms IS NOT NULL ORDER BY task_id, workload_id, created_at" --format json > "$OUT/agreement.json"
+python3 -c "import duckdb, sys; duckdb.connect(sys.argv[1]).execute('CHECKPOINT')" "$D2K_DB"  # fold the WAL in before copying
 cp "$D2K_DB" "$OUT/trusted.duckdb" 2>/dev/null
 # logs travel as one archive
 (cd "$OUT" && tar czf logs.tgz --remove-files *.log *.txt 2>/dev/null)
