@@ -29,6 +29,19 @@ def test_signal_check_rejects_unknown_kinds_and_fields():
     assert nested and "s.of.0" in nested[0]
 
 
+def test_signal_kinds_come_from_the_registry():
+    assert {"call", "value", "cuda", "all", "any", "not"} <= set(signals.KINDS)
+    assert all(kind.run.__doc__ for kind in signals.KINDS.values())   # the docs' "holds when"
+    assert "cuda feature must be one of" in signals.check({"kind": "cuda", "feature": "tma"}, "s")[0]
+    assert signals.check({"kind": "cuda", "feature": "shuffle"}) == []
+
+
+def test_docs_table_of_signal_kinds_is_generated():
+    text = signals.DOCS.read_text(encoding="utf-8")
+    assert signals.kinds_markdown() in text
+    assert signals.with_kinds_table(text) == text, "regenerate it: python -m d2k.judge.signals --docs"
+
+
 def test_validate_rejects_an_unknown_signal_kind(content_copy):
     from d2k.validate import validate
 

@@ -2,23 +2,9 @@
 
 A rubric item lists ``signals`` (all must hold for *implemented*) and optionally ``partial``
 (any holding gives *partial* when the signals do not all hold). Each signal is a table with a
-``kind``; every kind, its fields and its meaning:
-
-| kind | fields | holds when |
-|---|---|---|
-| `call` | `name`, `in_loop`?, `keyword`?, `arg_contains`?, `pointer`?, `scope`? (kernel/host/any), `min_count`? | a call to `name` (exact dotted name, or its last parts: `rsqrt` matches `tl.math.rsqrt`) exists, optionally inside a loop, with a keyword, with an argument containing a text, with a first argument derived from a kernel parameter matching the `pointer` regex (through simple assignments), at least `min_count` times |
-| `keyword` | `name`, `value`?, `where`? (config/launch/call/any) | a keyword argument `name` (e.g. `num_warps`, `num_stages`, `warp_specialize`) is given in a `triton.Config`, a kernel launch or a call, optionally with a value |
-| `autotune` | `key_contains`? (list), `min_configs`? | a kernel is decorated with `triton.autotune`, its `key=` names those, it lists enough configs |
-| `constexpr` | `pattern` (regex) | a kernel has a `tl.constexpr` parameter whose name matches |
-| `pattern` | `regex`, `scope`? (kernel/file) | the regular expression matches a kernel's code (or the whole file's), comments and strings excluded |
-| `constant` | `value`, `rel_tol`?, `scope`? (kernel/host/any) | a numeric literal equal to `value` (e.g. 1.44269504) appears in a kernel (or host code) |
-| `kernels` | `min`?, `max`? | the number of entry kernels (device helpers excluded) is within bounds |
-| `loop` | `contains_call`?, `header_contains`? | a loop in a kernel contains a call to that name / has that text in its header |
-| `store_to_input` | `param`? | a kernel stores through a pointer parameter it also loads from (in-place) |
-| `program_id` | `axis` | `tl.program_id(axis)` is read |
-| `cuda` | `feature` (shared, syncthreads, shuffle, pragma_unroll, launch_bounds, atomic, vector_type) | a CUDA kernel uses it |
-| `all` / `any` | `of` (list of signals) | every / at least one of them holds |
-| `not` | `signal` | the signal does not hold (evidence: none) |
+``kind``. Every kind is one function below, registered with ``@signal_kind``: its fields, its
+checks, when it holds (the function's docstring) and how it is evaluated. ``kinds_markdown()``
+renders them as the table of docs/judges.md (``python -m d2k.judge.signals --docs`` rewrites it).
 
 Evidence is a list of (kernel, line, snippet). Only `pattern`, `not` and combinations made only of
 them are *weak* evidence; every other kind reads structured facts.
@@ -28,32 +14,16 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 # the `regex` module (a dependency of dspy) for pattern signals: the same syntax as `re`, plus a
 # timeout, so a backtracking pattern cannot hang the judge on an unusual file
 import regex as regex_module
 
-from d2k.judge.facts import Call, Kernel, Loop, SolutionFacts, pointer_base
+from d2k.judge.facts import CUDA_FEATURES, Call, Kernel, Loop, SolutionFacts, pointer_base
 
-KINDS = {
-    "call": ({"name"}, {"in_loop", "keyword", "arg_contains", "arg_value", "arg_index", "pointer", "pointer_depends",
-                        "scope", "min_count"}),
-    "keyword": ({"name"}, {"value", "where"}),
-    "value": ({"of"}, {"at", "varies", "depends_on", "min", "max"}),
-    "autotune": (set(), {"key_contains", "min_configs"}),
-    "constexpr": ({"pattern"}, set()),
-    "pattern": ({"regex"}, {"scope"}),
-    "constant": ({"value"}, {"rel_tol", "scope"}),
-    "kernels": (set(), {"min", "max"}),
-    "loop": (set(), {"contains_call", "header_contains", "bound_from"}),
-    "store_to_input": (set(), {"param"}),
-    "program_id": ({"axis"}, set()),
-    "cuda": ({"feature"}, set()),
-    "all": ({"of"}, {"across"}),
-    "any": ({"of"}, {"across"}),
-    "not": ({"signal"}, set()),
-}
 COMMON = {"kind", "note"}
 # fields the evaluation reads as text, numbers or lists: anything else is a problem here, not a crash there
 FIELD_TYPES = [
@@ -68,7 +38,43 @@ FIELD_TYPES = [
     ("key_contains", (list,), "a list of text"),
     ("in_loop", (bool,), "true or false"),
 ]
-CUDA_FEATURE_NAMES = {"shared", "syncthreads", "shuffle", "pragma_unroll", "launch_bounds", "atomic", "vector_type"}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A signal kind. ``fields``: ``"name"`` (required) or ``"name?"`` (optional), then an optional
+    note for the docs; ``run`` evaluates a signal in a context, and its docstring says when the
+    signal holds; ``check`` adds the kind's own problems once the fields are well formed."""
+    names: tuple[str, ...]
+    fields: tuple[str, ...]
+    run: Callable
+    check: Callable | None = None
+
+    @property
+    def required(self) -> set[str]:
+        return {name for name, optional, _ in map(_field, self.fields) if not optional}
+
+    @property
+    def allowed(self) -> set[str]:
+        return {name for name, _, _ in map(_field, self.fields)}
+
+
+KINDS: dict[str, Kind] = {}   # every name of every kind, in the order registered (the docs' order)
+
+
+def signal_kind(*names: str, fields: tuple[str, ...] = (), check: Callable | None = None):
+    """Register the decorated ``run(signal, facts, ctx) -> Result`` as the signal kind(s) ``names``."""
+    def register(run: Callable) -> Callable:
+        kind = Kind(names, fields, run, check)
+        KINDS.update(dict.fromkeys(names, kind))
+        return run
+    return register
+
+
+def _field(spec: str) -> tuple[str, bool, str]:
+    """A field spec such as ``"scope? (kernel/host/any)"`` as (name, optional, note)."""
+    head, _, note = spec.partition(" ")
+    return head.rstrip("?"), head.endswith("?"), note
 
 
 def check(signal, where: str = "") -> list[str]:
@@ -78,9 +84,9 @@ def check(signal, where: str = "") -> list[str]:
     kind = signal.get("kind")
     if not isinstance(kind, str) or kind not in KINDS:
         return [f"{where}: unknown signal kind {kind!r} (known: {', '.join(sorted(KINDS))})"]
-    required, optional = KINDS[kind]
-    problems = [f"{where}: {kind} signal needs `{f}`" for f in sorted(required - set(signal))]
-    extra = set(signal) - required - optional - COMMON
+    spec = KINDS[kind]
+    problems = [f"{where}: {kind} signal needs `{f}`" for f in sorted(spec.required - set(signal))]
+    extra = set(signal) - spec.allowed - COMMON
     problems += [f"{where}: {kind} signal has unknown field `{f}`" for f in sorted(extra)]
     for f, types, wanted in FIELD_TYPES:
         if f in signal and (not isinstance(signal[f], types) or isinstance(signal[f], bool) and bool not in types):
@@ -98,36 +104,9 @@ def check(signal, where: str = "") -> list[str]:
                 regex_module.compile(signal[f])
             except regex_module.error as exc:
                 problems.append(f"{where}: invalid regex in `{f}`: {exc}")
-    if kind == "value":
-        if not isinstance(signal.get("of"), str):
-            problems.append(f"{where}: value signal field `of` must be text (a keyword or parameter name)")
-        else:
-            try:
-                re.compile(signal["of"])
-            except re.error as exc:
-                problems.append(f"{where}: invalid regex in `of`: {exc}")
-        if signal.get("at", "any") not in ("launch", "config", "any"):
-            problems.append(f"{where}: value signal field `at` must be launch, config or any")
-        if not any(f in signal for f in ("varies", "depends_on", "min", "max")):
-            problems.append(f"{where}: value signal needs one of `varies`, `depends_on`, `min`, `max`")
-    if problems:
+    if problems or spec.check is None:
         return problems
-    if kind in ("all", "any") and "of" in signal:
-        if not isinstance(signal.get("of"), list) or not signal["of"]:
-            problems.append(f"{where}: `of` must be a non-empty list of signals")
-        else:
-            for i, sub in enumerate(signal["of"]):
-                problems += check(sub, f"{where}.of.{i}")
-    if kind == "not":
-        problems += check(signal.get("signal"), f"{where}.signal")
-    if kind in ("pattern", "constexpr"):
-        try:
-            regex_module.compile(signal.get("regex") or signal.get("pattern") or "")
-        except regex_module.error as exc:
-            problems.append(f"{where}: invalid regex: {exc}")
-    if kind == "cuda" and signal.get("feature") not in CUDA_FEATURE_NAMES:
-        problems.append(f"{where}: cuda feature must be one of {', '.join(sorted(CUDA_FEATURE_NAMES))}")
-    return problems
+    return spec.check(signal, where)
 
 
 @dataclass
@@ -396,164 +375,279 @@ def evaluate(signal: dict, facts: SolutionFacts, ctx: Context | None = None) -> 
     """Does ``signal`` hold in ``ctx`` (one unit; every reachable kernel when None)?"""
     if ctx is None:
         ctx = pooled(facts)
-    kind = signal["kind"]
+    kind = KINDS.get(signal["kind"])
+    if kind is None:
+        raise ValueError(f"unknown signal kind {signal['kind']!r}")
+    return kind.run(signal, facts, ctx)
+
+
+# -- the kinds, in the order of the docs' table -------------------------------------------------------
+@signal_kind("call", fields=("name", "in_loop?", "keyword?", "arg_contains?", "arg_index?", "arg_value?", "pointer?",
+                             "pointer_depends?", "scope? (kernel/host/any)", "min_count?"))
+def _call_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """a call to `name` (exact dotted name, or its last parts: `rsqrt` matches `tl.math.rsqrt`)
+    exists, optionally inside a loop, with a keyword, with an argument containing a text, with an
+    argument (`arg_index`, else any) that is — or was assigned from, one step back, e.g.
+    `p = p.to(bf16)` before `tl.dot(p, v)` — text matching `arg_value`, with a first argument
+    derived from a kernel parameter matching `pointer`, or whose value (followed back) depends on
+    something matching `pointer_depends`; at least `min_count` times"""
+    ev = [Evidence(k.name, c.line, c.text) for k in _scopes(facts, ctx, signal.get("scope", "kernel"))
+          for c in k.calls if _call_fits(signal, facts, k, c)]
+    return Result(len(ev) >= int(signal.get("min_count", 1)), ev)
+
+
+def _call_fits(signal: dict, facts: SolutionFacts, k: Kernel, c: Call) -> bool:
+    """Does call ``c`` of ``k`` meet every condition of a call signal (checked in this order)?"""
+    if not _name_matches(signal["name"], c.name):
+        return False
+    if "in_loop" in signal and (c.loop_depth > 0) != bool(signal["in_loop"]):
+        return False
+    if "keyword" in signal and signal["keyword"] not in c.keywords:
+        return False
+    index = signal.get("arg_index")
+    args = c.args if index is None else c.args[index:index + 1]
+    if "arg_contains" in signal and not any(signal["arg_contains"] in a for a in
+                                            ([*args, *c.keywords.values()] if index is None else args)):
+        return False
+    if "arg_value" in signal and not any(regex_module.search(signal["arg_value"], t, timeout=PATTERN_TIMEOUT_S)
+                                         for a in args for t in _direct_texts(facts, k, a)):
+        return False
+    if "pointer" in signal and not (c.args and re.search(signal["pointer"], pointer_base(k, c.args[0]))):
+        return False
+    return "pointer_depends" not in signal or bool(c.args and _depends(facts, k, c.args[0], c.line,
+                                                                        signal["pointer_depends"]))
+
+
+@signal_kind("keyword", fields=("name", "value?", "where? (config/launch/call/any)"))
+def _keyword_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """a keyword argument (`num_warps`, `launch_pdl`, `warp_specialize`, …; `**dict` included) is
+    given in the unit's `triton.Config`s, launches or calls, optionally with a value"""
+    name, where = signal["name"], signal.get("where", "any")
+    value = signal.get("value")
+    sources: list[tuple[str, Call]] = []
+    if where in ("config", "any"):
+        sources += [(ctx.unit, c) for c in ctx.configs]
+    if where in ("launch", "any"):
+        sources += [("<host>", c) for c in ctx.launches]
+    if where in ("call", "any"):
+        for k in [*ctx.kernels, *([facts.host] if facts.host else [])]:
+            sources += [(k.name, c) for c in k.calls if not c.name.endswith("Config") and "[" not in c.name]
     ev: list[Evidence] = []
-    if kind == "call":
-        want = signal["name"]
-        index = signal.get("arg_index")
-        for k in _scopes(facts, ctx, signal.get("scope", "kernel")):
-            for c in k.calls:
-                if not _name_matches(want, c.name):
-                    continue
-                if "in_loop" in signal and (c.loop_depth > 0) != bool(signal["in_loop"]):
-                    continue
-                if "keyword" in signal and signal["keyword"] not in c.keywords:
-                    continue
-                args = c.args if index is None else c.args[index:index + 1]
-                if "arg_contains" in signal and not any(signal["arg_contains"] in a for a in
-                                                        ([*args, *c.keywords.values()] if index is None else args)):
-                    continue
-                if "arg_value" in signal and not any(regex_module.search(signal["arg_value"], t, timeout=PATTERN_TIMEOUT_S)
-                                                     for a in args for t in _direct_texts(facts, k, a)):
-                    continue
-                if "pointer" in signal and not (c.args and re.search(signal["pointer"], pointer_base(k, c.args[0]))):
-                    continue
-                if "pointer_depends" in signal and not (
-                        c.args and _depends(facts, k, c.args[0], c.line, signal["pointer_depends"])):
-                    continue
-                ev.append(Evidence(k.name, c.line, c.text))
-        return Result(len(ev) >= int(signal.get("min_count", 1)), ev)
-    if kind == "keyword":
-        name, where = signal["name"], signal.get("where", "any")
-        value = signal.get("value")
-        sources: list[tuple[str, Call]] = []
-        if where in ("config", "any"):
-            sources += [(ctx.unit, c) for c in ctx.configs]
-        if where in ("launch", "any"):
-            sources += [("<host>", c) for c in ctx.launches]
-        if where in ("call", "any"):
-            for k in [*ctx.kernels, *([facts.host] if facts.host else [])]:
-                sources += [(k.name, c) for c in k.calls if not c.name.endswith("Config") and "[" not in c.name]
-        seen = set()
-        for kname, c in sources:
-            text = _config_items(c, name, keywords=_keywords(facts, c))
-            if text is None or (value is not None and text.strip() != str(value)):
-                continue
-            key = (c.line, c.text)
-            if key not in seen:
-                seen.add(key)
-                ev.append(Evidence(kname, c.line, c.text))
-        return Result(bool(ev), ev)
-    if kind == "value":
-        if ctx.unit == POOLED and facts.units:
-            # a launch or config value belongs to one kernel: num_warps "varies" when one kernel's
-            # launches or configs give it several values, not when two kernels use two fixed ones
-            for unit_ctx in contexts(facts):
-                r = _value_signal(signal, facts, unit_ctx)
-                if r.holds:
-                    return r
-            return Result(False, [])
-        return _value_signal(signal, facts, ctx)
-    if kind == "autotune":
-        sites = [(ctx.unit, d) for d in ctx.tuners]
-        for kname, d in sites:
-            key = d.keywords.get("key", "")
-            if any(f"'{w}'" not in key and f'"{w}"' not in key for w in signal.get("key_contains", [])):
-                continue
-            configs = d.keywords.get("configs", d.args[0] if d.args else "")
-            # configs built elsewhere (a helper, a comprehension): count the unit's Config calls
-            n_configs = configs.count("Config(") or len(ctx.configs)
-            if n_configs < int(signal.get("min_configs", 1)):
-                continue
-            ev.append(Evidence(kname, d.line, d.text))
-        return Result(bool(ev), ev)
-    if kind == "constexpr":
-        pattern = regex_module.compile(signal["pattern"])  # the module `check` validated it with
-        for k in ctx.kernels:
-            for p in k.constexprs:
-                if pattern.search(p):
-                    ev.append(Evidence(k.name, k.line, f"{p}: tl.constexpr"))
-        return Result(bool(ev), ev)
-    if kind == "pattern":
-        if signal.get("scope", "kernel") == "file":
-            for m in _finditer(signal["regex"], facts.code):  # reachable code; comments and strings are not evidence
-                line = facts.code.count("\n", 0, m.start()) + 1
-                ev.append(Evidence("<file>", line, facts.text.splitlines()[line - 1].strip()[:160]))
-                if len(ev) >= 5:
-                    break
-        else:
-            for k in ctx.kernels:
-                for m in _finditer(signal["regex"], k.code or k.source):
-                    line = _source_line(k, m.start())
-                    ev.append(Evidence(k.name, line, _line_snippet(k, line, m.group(0))))
-                    if len(ev) >= 5:
-                        break
-        return Result(bool(ev), ev, weak=True)
-    if kind == "constant":
-        value, tol = float(signal["value"]), float(signal.get("rel_tol", 1e-6))
-        for k in _scopes(facts, ctx, signal.get("scope", "kernel")):
-            for number, line in k.numbers:
-                if math.isclose(number, value, rel_tol=tol):
-                    ev.append(Evidence(k.name, line, _line_snippet(k, line, str(number))))
-        return Result(bool(ev), ev)
-    if kind == "kernels":
-        entries = facts.entry_kernels
-        n = len(entries)
-        ok = n >= int(signal.get("min", 0)) and ("max" not in signal or n <= int(signal["max"]))
-        return Result(ok, [Evidence(k.name, k.line, f"kernel {k.name}") for k in entries] if ok else [])
-    if kind == "loop":
-        for k in ctx.kernels:
-            for loop in k.loops:
-                if "contains_call" in signal and not any(_name_matches(signal["contains_call"], c) for c in loop.calls):
-                    continue
-                if "header_contains" in signal and signal["header_contains"] not in loop.header:
-                    continue
-                if "bound_from" in signal and not _loop_bound_from(facts, k, loop, signal["bound_from"]):
-                    continue
-                ev.append(Evidence(k.name, loop.line, loop.header))
-        return Result(bool(ev), ev)
-    if kind == "store_to_input":
-        for k in ctx.kernels:
-            loaded = {pointer_base(k, c.args[0]) for c in k.calls if _name_matches("load", c.name) and c.args}
-            for c in k.calls:
-                if _name_matches("store", c.name) and c.args:
-                    base = pointer_base(k, c.args[0])
-                    if base in loaded and base in k.params and signal.get("param", base) == base:
-                        ev.append(Evidence(k.name, c.line, c.text))
-        return Result(bool(ev), ev)
-    if kind == "program_id":
-        axis = str(signal["axis"])
-        for k in ctx.kernels:
-            for c in k.calls:
-                if _name_matches("program_id", c.name) and (c.args[:1] == [axis] or c.keywords.get("axis") == axis):
-                    ev.append(Evidence(k.name, c.line, c.text))
-        return Result(bool(ev), ev)
-    if kind == "cuda":
-        feature = signal["feature"]
-        for k in ctx.kernels:
-            for line in k.cuda.get(feature, []):
-                ev.append(Evidence(k.name, line, _line_snippet(k, line, feature)))
-        return Result(bool(ev), ev)
-    if kind == "all" and not signal.get("across") and ctx.unit == POOLED and facts.units:
-        # a group holds together in one unit: the first kernel (with its helpers) where all do
-        best = None
+    seen = set()
+    for kname, c in sources:
+        text = _config_items(c, name, keywords=_keywords(facts, c))
+        if text is None or (value is not None and text.strip() != str(value)):
+            continue
+        key = (c.line, c.text)
+        if key not in seen:
+            seen.add(key)
+            ev.append(Evidence(kname, c.line, c.text))
+    return Result(bool(ev), ev)
+
+
+def _check_value(signal: dict, where: str) -> list[str]:
+    problems = []
+    if not isinstance(signal.get("of"), str):
+        problems.append(f"{where}: value signal field `of` must be text (a keyword or parameter name)")
+    else:
+        try:
+            re.compile(signal["of"])
+        except re.error as exc:
+            problems.append(f"{where}: invalid regex in `of`: {exc}")
+    if signal.get("at", "any") not in ("launch", "config", "any"):
+        problems.append(f"{where}: value signal field `at` must be launch, config or any")
+    if not any(f in signal for f in ("varies", "depends_on", "min", "max")):
+        problems.append(f"{where}: value signal needs one of `varies`, `depends_on`, `min`, `max`")
+    return problems
+
+
+@signal_kind("value", fields=("of (regex of a keyword, Config key or kernel parameter)", "at? (launch/config/any)",
+                              "varies?", "depends_on?", "min?", "max?"), check=_check_value)
+def _value_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """followed back through the program, what the unit's launches/configs give `of` is not one
+    fixed number (`varies`), depends on a name matching `depends_on`, or can be within [`min`,
+    `max`] (e.g. a config with `BLOCK_M <= 32`)"""
+    if ctx.unit == POOLED and facts.units:
+        # a launch or config value belongs to one kernel: num_warps "varies" when one kernel's
+        # launches or configs give it several values, not when two kernels use two fixed ones
         for unit_ctx in contexts(facts):
-            r = evaluate(signal, facts, unit_ctx)
+            r = _value_in_unit(signal, facts, unit_ctx)
             if r.holds:
                 return r
-            best = best or r
-        return best or Result(False, [])
-    if kind in ("all", "any"):
-        inner_ctx = pooled(facts) if signal.get("across") else ctx
-        results = [evaluate(s, facts, inner_ctx) for s in signal["of"]]
-        holds = all(r.holds for r in results) if kind == "all" else any(r.holds for r in results)
-        evidence = [e for r in results if r.holds for e in r.evidence]
-        weak = all(r.weak for r in results if r.holds) if evidence else all(r.weak for r in results)
-        return Result(holds, evidence if holds else [], weak)
-    if kind == "not":
-        inner = evaluate(signal["signal"], facts, ctx)
-        return Result(not inner.holds, [], weak=True)
-    raise ValueError(f"unknown signal kind {kind!r}")
+        return Result(False, [])
+    return _value_in_unit(signal, facts, ctx)
+
+
+@signal_kind("autotune", fields=("key_contains? (list)", "min_configs?"))
+def _autotune_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """the unit's kernel is autotuned (decorator, or `triton.autotune(...)(kernel)`) with those
+    `key=` names and enough configs"""
+    ev: list[Evidence] = []
+    for d in ctx.tuners:
+        key = d.keywords.get("key", "")
+        if any(f"'{w}'" not in key and f'"{w}"' not in key for w in signal.get("key_contains", [])):
+            continue
+        configs = d.keywords.get("configs", d.args[0] if d.args else "")
+        # configs built elsewhere (a helper, a comprehension): count the unit's Config calls
+        n_configs = configs.count("Config(") or len(ctx.configs)
+        if n_configs < int(signal.get("min_configs", 1)):
+            continue
+        ev.append(Evidence(ctx.unit, d.line, d.text))
+    return Result(bool(ev), ev)
+
+
+def _check_regex(signal: dict, where: str) -> list[str]:
+    try:
+        regex_module.compile(signal.get("regex") or signal.get("pattern") or "")
+    except regex_module.error as exc:
+        return [f"{where}: invalid regex: {exc}"]
+    return []
+
+
+@signal_kind("constexpr", fields=("pattern (regex)",), check=_check_regex)
+def _constexpr_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """a kernel has a `tl.constexpr` parameter whose name matches"""
+    pattern = regex_module.compile(signal["pattern"])  # the module `check` validated it with
+    ev = [Evidence(k.name, k.line, f"{p}: tl.constexpr") for k in ctx.kernels for p in k.constexprs if pattern.search(p)]
+    return Result(bool(ev), ev)
+
+
+@signal_kind("pattern", fields=("regex", "scope? (kernel/file)"), check=_check_regex)
+def _pattern_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """the regular expression matches a kernel's code (or the reachable code of the file), comments
+    and strings excluded; run by the `regex` module with a 1 s limit per search, past which the item
+    is `undetermined`"""
+    ev: list[Evidence] = []
+    if signal.get("scope", "kernel") == "file":
+        for m in _finditer(signal["regex"], facts.code):  # reachable code; comments and strings are not evidence
+            line = facts.code.count("\n", 0, m.start()) + 1
+            ev.append(Evidence("<file>", line, facts.text.splitlines()[line - 1].strip()[:160]))
+            if len(ev) >= 5:
+                break
+    else:
+        for k in ctx.kernels:
+            for m in _finditer(signal["regex"], k.code or k.source):
+                line = _source_line(k, m.start())
+                ev.append(Evidence(k.name, line, _line_snippet(k, line, m.group(0))))
+                if len(ev) >= 5:
+                    break
+    return Result(bool(ev), ev, weak=True)
+
+
+@signal_kind("constant", fields=("value", "rel_tol?", "scope? (kernel/host/any)"))
+def _constant_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """a numeric literal equal to `value` (e.g. 1.44269504)"""
+    value, tol = float(signal["value"]), float(signal.get("rel_tol", 1e-6))
+    ev = [Evidence(k.name, line, _line_snippet(k, line, str(number)))
+          for k in _scopes(facts, ctx, signal.get("scope", "kernel"))
+          for number, line in k.numbers if math.isclose(number, value, rel_tol=tol)]
+    return Result(bool(ev), ev)
+
+
+@signal_kind("kernels", fields=("min?", "max?"))
+def _kernels_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """the number of reachable entry kernels (helpers excluded) is within bounds"""
+    entries = facts.entry_kernels
+    n = len(entries)
+    ok = n >= int(signal.get("min", 0)) and ("max" not in signal or n <= int(signal["max"]))
+    return Result(ok, [Evidence(k.name, k.line, f"kernel {k.name}") for k in entries] if ok else [])
+
+
+@signal_kind("loop", fields=("contains_call?", "header_contains?", "bound_from?"))
+def _loop_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """a loop contains a call to that name / has that text in its header / has a range whose value
+    depends on something matching `bound_from` (e.g. the KV loop bound follows `program_id`, through
+    a helper's parameters)"""
+    ev: list[Evidence] = []
+    for k in ctx.kernels:
+        for loop in k.loops:
+            if "contains_call" in signal and not any(_name_matches(signal["contains_call"], c) for c in loop.calls):
+                continue
+            if "header_contains" in signal and signal["header_contains"] not in loop.header:
+                continue
+            if "bound_from" in signal and not _loop_bound_from(facts, k, loop, signal["bound_from"]):
+                continue
+            ev.append(Evidence(k.name, loop.line, loop.header))
+    return Result(bool(ev), ev)
+
+
+@signal_kind("store_to_input", fields=("param?",))
+def _store_to_input_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """a kernel stores through a pointer parameter it also loads from (in place)"""
+    ev: list[Evidence] = []
+    for k in ctx.kernels:
+        loaded = {pointer_base(k, c.args[0]) for c in k.calls if _name_matches("load", c.name) and c.args}
+        for c in k.calls:
+            if _name_matches("store", c.name) and c.args:
+                base = pointer_base(k, c.args[0])
+                if base in loaded and base in k.params and signal.get("param", base) == base:
+                    ev.append(Evidence(k.name, c.line, c.text))
+    return Result(bool(ev), ev)
+
+
+@signal_kind("program_id", fields=("axis",))
+def _program_id_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """`tl.program_id(axis)` is read"""
+    axis = str(signal["axis"])
+    ev = [Evidence(k.name, c.line, c.text) for k in ctx.kernels for c in k.calls
+          if _name_matches("program_id", c.name) and (c.args[:1] == [axis] or c.keywords.get("axis") == axis)]
+    return Result(bool(ev), ev)
+
+
+def _check_cuda(signal: dict, where: str) -> list[str]:
+    if signal.get("feature") not in CUDA_FEATURES:
+        return [f"{where}: cuda feature must be one of {', '.join(sorted(CUDA_FEATURES))}"]
+    return []
+
+
+@signal_kind("cuda", fields=(f"feature ({', '.join(CUDA_FEATURES)})",), check=_check_cuda)
+def _cuda_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """a CUDA kernel (or a `__device__` function it calls) uses it"""
+    feature = signal["feature"]
+    ev = [Evidence(k.name, line, _line_snippet(k, line, feature)) for k in ctx.kernels for line in k.cuda.get(feature, [])]
+    return Result(bool(ev), ev)
+
+
+def _check_group(signal: dict, where: str) -> list[str]:
+    if not isinstance(signal.get("of"), list) or not signal["of"]:
+        return [f"{where}: `of` must be a non-empty list of signals"]
+    return [p for i, sub in enumerate(signal["of"]) for p in check(sub, f"{where}.of.{i}")]
+
+
+@signal_kind("all", "any", fields=("of (list)", "across?"), check=_check_group)
+def _group_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """every / at least one of them holds (`all`: in one unit unless `across`)"""
+    if signal["kind"] == "all" and not signal.get("across") and ctx.unit == POOLED and facts.units:
+        return _all_in_one_unit(signal, facts)
+    inner_ctx = pooled(facts) if signal.get("across") else ctx
+    results = [evaluate(s, facts, inner_ctx) for s in signal["of"]]
+    holds = all(r.holds for r in results) if signal["kind"] == "all" else any(r.holds for r in results)
+    evidence = [e for r in results if r.holds for e in r.evidence]
+    weak = all(r.weak for r in results if r.holds) if evidence else all(r.weak for r in results)
+    return Result(holds, evidence if holds else [], weak)
+
+
+def _all_in_one_unit(signal: dict, facts: SolutionFacts) -> Result:
+    """An `all` group holds together in one unit: the first kernel (with its helpers) where all do,
+    else the first unit's result."""
+    first = None
+    for unit_ctx in contexts(facts):
+        r = _group_signal(signal, facts, unit_ctx)
+        if r.holds:
+            return r
+        first = first or r
+    return first or Result(False, [])
+
+
+def _check_not(signal: dict, where: str) -> list[str]:
+    return check(signal.get("signal"), f"{where}.signal")
+
+
+@signal_kind("not", fields=("signal",), check=_check_not)
+def _not_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """the signal does not hold (in the unit, inside a group)"""
+    inner = evaluate(signal["signal"], facts, ctx)
+    return Result(not inner.holds, [], weak=True)
 
 
 def _depends(facts: SolutionFacts, kernel: Kernel, text: str, line: int, pattern: str) -> bool:
@@ -584,11 +678,9 @@ def _loop_bound_from(facts: SolutionFacts, kernel: Kernel, loop: Loop, pattern: 
     return bool(regex_module.search(pattern, haystack, timeout=PATTERN_TIMEOUT_S))
 
 
-def _value_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
-    """``value``: what a launch or config gives ``of`` (num_warps, BLOCK_M, a kernel parameter; a
-    regex matching the whole name), followed back through the program: it ``varies`` (is not one
-    fixed number), ``depends_on`` a name matching a regex, or can be a number within [``min``,
-    ``max``]. ``varies`` looks at every site together; the others hold at some site."""
+def _value_in_unit(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
+    """A value signal on one unit's launches and configs: ``varies`` looks at every site together;
+    ``depends_on``, ``min`` and ``max`` hold at some site."""
     name, at = signal["of"], signal.get("at", "any")
     sites: list[tuple[Call, str, object]] = []
     if at in ("launch", "any"):
@@ -652,3 +744,37 @@ def _value_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
 def _source_line(kernel: Kernel, offset: int) -> int:
     """The file line of a character offset into ``kernel.source`` (or its blanked ``code``)."""
     return kernel.source_line + kernel.source.count("\n", 0, offset)
+
+
+# -- the docs' table of kinds ----------------------------------------------------------------------------
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "judges.md"
+DOCS_MARKERS = ("<!-- signal-kinds:start -->", "<!-- signal-kinds:end -->")
+
+
+def kinds_markdown() -> str:
+    """The table of signal kinds: their names, fields and when they hold."""
+    rows = ["| kind | fields | holds when |", "|---|---|---|"]
+    for kind in dict.fromkeys(KINDS.values()):
+        names = " / ".join(f"`{n}`" for n in kind.names)
+        fields = ", ".join(f"`{n}`{'?' if optional else ''}{' ' + note if note else ''}"
+                           for n, optional, note in map(_field, kind.fields))
+        rows.append(f"| {names} | {fields} | {' '.join(kind.run.__doc__.split())} |")
+    return "\n".join(rows) + "\n"
+
+
+def with_kinds_table(text: str) -> str:
+    """``text`` (docs/judges.md) with ``kinds_markdown()`` between its signal-kinds markers."""
+    start, end = DOCS_MARKERS
+    head, found, rest = text.partition(start)
+    if not found or end not in rest:
+        raise ValueError(f"no {start} ... {end} markers")
+    return f"{head}{start}\n{kinds_markdown()}{end}{rest.split(end, 1)[1]}"
+
+
+if __name__ == "__main__":   # python -m d2k.judge.signals [--docs]: print the table [or rewrite it in docs/judges.md]
+    import sys
+
+    if "--docs" in sys.argv[1:]:
+        DOCS.write_text(with_kinds_table(DOCS.read_text(encoding="utf-8")), encoding="utf-8")
+    else:
+        print(kinds_markdown(), end="")
