@@ -18,13 +18,13 @@ import statistics
 import sys
 
 import torch
+from profile_kernels import parse as parse_case  # benchmarks/ is on sys.path when run as a script
 
 from d2k.content import Benchmark
 from d2k.execution.inputs import build_inputs, clone_inputs
-from d2k.execution.worker import load_module
 from d2k.execution.timing import CudaTimer, TimerGuard
+from d2k.execution.worker import load_module
 from d2k.job_payload import task_payload
-from profile_kernels import parse as parse_case  # benchmarks/ is on sys.path when run as a script
 
 CASES = [
     ("rmsnorm", "rmsnorm_h512_t16384", "expert"),

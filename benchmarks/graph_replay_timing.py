@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from profile_kernels import parse as parse_case  # noqa: E402
+
 from d2k.content import Benchmark  # noqa: E402
 from d2k.execution.inputs import build_inputs, clone_inputs, tensor_bytes  # noqa: E402
 from d2k.execution.worker import load_module  # noqa: E402
@@ -60,7 +61,7 @@ def measure(bench: Benchmark, task_id: str, workload_id: str, solution: str, cal
     workload = next(w for w in bench.workloads[task_id] if w.id == workload_id).model_dump()
     reference = load_module(bench.task_dir(task_id) / "reference.py", f"ref_{task_id}")
     path = bench.task_dir(task_id) / f"{solution}.py" if not solution.endswith(".py") else Path(solution)
-    fn = reference.reference if solution == "reference" else getattr(load_module(path, f"sol_{task_id}"), "run")
+    fn = reference.reference if solution == "reference" else load_module(path, f"sol_{task_id}").run
     base = build_inputs(task["signature"], workload, int(workload.get("seed", 0)) * 1_000_003, "cuda", False, reference)
     n_sets = int(min(8, max(2, 2e9 // max(tensor_bytes(base), 1))))
     sets = [clone_inputs(base) for _ in range(n_sets)]

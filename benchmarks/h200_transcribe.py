@@ -97,7 +97,7 @@ def records(results_md: Path) -> list[dict]:
     out = [{"record": "environment", **env}]
     solutions: dict[tuple[str, str], dict] = {}
     evaluations = []
-    for name, session in SESSIONS.items():
+    for session in SESSIONS.values():
         rows = table_after(text, session["heading"])
         if not rows:
             raise SystemExit(f"no table after {session['heading']!r}")

@@ -23,7 +23,8 @@ import judge_responders  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
 
 from d2k.content import Benchmark  # noqa: E402
-from d2k.judge import gold, settings as settings_mod  # noqa: E402
+from d2k.judge import gold  # noqa: E402
+from d2k.judge import settings as settings_mod  # noqa: E402
 from d2k.judge.run import LLMContext, judge_proposal_text, judge_source  # noqa: E402
 
 

@@ -29,7 +29,6 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 import agent_script  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
 
-
 ROOT = HERE.parent
 
 

@@ -18,7 +18,9 @@ out = {"uid": os.getuid()}
 try:
     lib = ctypes.CDLL("libcuda.so.1")
     out["cuInit"] = lib.cuInit(0)
-    n = ctypes.c_int(0); lib.cuDeviceGetCount(ctypes.byref(n)); out["count"] = n.value
+    n = ctypes.c_int(0)
+    lib.cuDeviceGetCount(ctypes.byref(n))
+    out["count"] = n.value
 except OSError as exc:
     out["libcuda"] = str(exc)
 out["dev"] = sorted(p for p in os.listdir("/dev") if p.startswith("nvidia"))
@@ -46,15 +48,19 @@ for name, (prefix, env) in variants.items():
 
 for drop in (False, True):
     with tempfile.TemporaryDirectory() as tmp:
-        private = Path(tmp) / "private"; private.mkdir()
+        private = Path(tmp) / "private"
+        private.mkdir()
         prefix, env, meta = sandbox.plan(private, [], [Path(sys.prefix)], "cuda", {})
         if not drop:
-            cfg = json.loads(prefix[-2]); cfg["drop_user"] = False; prefix[-2] = json.dumps(cfg)
+            cfg = json.loads(prefix[-2])
+            cfg["drop_user"] = False
+            prefix[-2] = json.dumps(cfg)
         r = subprocess.run([*prefix, sys.executable, "-c", CHECK], capture_output=True, text=True, env=env, timeout=120)
         print(json.dumps({"variant": f"d2k_sandbox(drop_user={drop and meta['layers']['unprivileged_user']})",
                           "rc": r.returncode, "out": r.stdout.strip()[-400:], "err": r.stderr.strip()[-300:]}), flush=True)
 
 with tempfile.TemporaryDirectory() as tmp:
-    private = Path(tmp) / "private"; private.mkdir()
+    private = Path(tmp) / "private"
+    private.mkdir()
     _, _, meta = sandbox.plan(private, [], [Path(sys.prefix)], "cuda", {})
     print(json.dumps({"variant": "d2k_adaptive", "layers": meta["layers"], "warnings": meta["warnings"]}), flush=True)

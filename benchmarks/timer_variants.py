@@ -16,8 +16,8 @@ import triton.testing
 
 from d2k.content import Benchmark
 from d2k.execution.inputs import build_inputs, clone_inputs
-from d2k.execution.worker import load_module
 from d2k.execution.timing import CudaTimer, TimerGuard
+from d2k.execution.worker import load_module
 from d2k.job_payload import task_payload
 
 CASES = [

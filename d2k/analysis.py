@@ -37,7 +37,7 @@ ATTRIBUTION_COLUMNS = ("scope", "gpu_name", "judge", "task_id", "feature", "leve
 
 
 def _now():
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,7 +110,9 @@ def _metrics(exp: _Experiment, model_mask, idx):
     present = take("present")
     correct = take("correct_rate")
     out = {}
-    flat = lambda a: a.transpose(0, 2, 1, 3).reshape(B, 2, -1)  # (B, C, M*T)
+    def flat(a):  # (B, C, M*T)
+        return a.transpose(0, 2, 1, 3).reshape(B, 2, -1)
+
     out["correctness"] = _nanmean(flat(correct), axis=2)
     score = take("task_score")
     # NULL when a present (model, task) has no task score: speed not measured somewhere

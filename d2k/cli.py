@@ -8,7 +8,6 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -28,13 +27,13 @@ err_console = Console(stderr=True)
 DbOption = typer.Option(None, "--db", help="DuckDB file (default: $D2K_DB or ./d2k.duckdb).")
 
 
-def _store(db: Optional[str]):
+def _store(db: str | None):
     from d2k.store import Store
 
     return Store(db)
 
 
-def _existing_store(db: Optional[str], read_only: bool = True):
+def _existing_store(db: str | None, read_only: bool = True):
     """The store of a command that only reads: a path that does not exist is a mistake (a typo in
     --db, another folder), not a new empty store to create and report on. Opened read-only unless
     asked: such a command cannot change the store, nor write files through DuckDB."""
@@ -268,7 +267,7 @@ def eval_cmd(
     reference: bool = typer.Option(True, help="Also time the PyTorch reference (for the speedup)."),
     force: bool = typer.Option(False, help="Re-run evaluations the store already holds."),
     timeout: float = typer.Option(600.0, help="Seconds per workload before the worker is killed."),
-    db: Optional[str] = DbOption,
+    db: str | None = DbOption,
 ):
     """Check and time one solution on a task's workloads, each solution in its own process."""
     from d2k.solutions import resolve
@@ -290,8 +289,8 @@ def eval_cmd(
 
 @app.command()
 def bench(
-    tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated task ids (default: all)."),
-    solution: Optional[list[str]] = typer.Option(None, "--solution",
+    tasks: str | None = typer.Option(None, "--tasks", help="Comma-separated task ids (default: all)."),
+    solution: list[str] | None = typer.Option(None, "--solution",
                                        help="expert | naive | reference | compiled (torch.compile of the reference) | baselines (each library adapter in tasks/<id>/baselines/) | PATH; repeat for several."),
     workloads: str = typer.Option("auto", help="bench | smoke | all (auto: bench on a GPU, smoke on the interpreter)."),
     backend: str = typer.Option("auto", help="auto | cuda | interpreter."),
@@ -300,7 +299,7 @@ def bench(
                                           help="Also time calls under the CPU interpreter (wall clock, never kernel speed)."),
     per_workload: bool = typer.Option(False, "--per-workload", help="Summarise per workload instead of per task."),
     timeout: float = typer.Option(600.0, help="Seconds per workload before the worker is killed."),
-    db: Optional[str] = DbOption,
+    db: str | None = DbOption,
 ):
     """Run solutions over tasks (default: every task's expert, naive and reference) and summarise."""
     from d2k.solutions import resolve
@@ -340,15 +339,13 @@ def bench(
 
 
 @app.command()
-def calibrate(db: Optional[str] = DbOption):
+def calibrate(db: str | None = DbOption):
     """Measure copy bandwidth and bf16/fp8/fp32 matmul peaks on this GPU and store them with the environment."""
     import uuid
 
     from d2k import runner
-    from d2k.execution.probe import probe_environment
+    from d2k.execution.probe import detect_backend, probe_environment
     from d2k.sweep import work_dir
-
-    from d2k.execution.probe import detect_backend
 
     backend = "cuda"
     if detect_backend("auto") != "cuda":
@@ -380,7 +377,7 @@ def sql(
     format: str = typer.Option("table", "--format", help="table | csv | json."),
     write: bool = typer.Option(False, "--write", help="Open the store read-write (default: read-only: no "
                                "INSERT/UPDATE/DELETE/DDL, no COPY TO or other file access)."),
-    db: Optional[str] = DbOption,
+    db: str | None = DbOption,
 ):
     """Run SQL against the store (read-only unless --write) and print the result."""
     if format not in ("table", "csv", "json"):
@@ -452,20 +449,20 @@ def _print_scores(scores, label: str = "implementation score") -> None:
 
 @app.command(context_settings={"help_option_names": ["--help"]})
 def judge(
-    target: Optional[list[str]] = typer.Argument(
+    target: list[str] | None = typer.Argument(
         None, help="SOLUTION (a file, or expert | naive); `proposal DESIGN.md` grades a design in prose; "
                    "`optimize` compiles the LLM judges against the gold sets."),
-    task: Optional[str] = typer.Option(None, "--task", help="The task whose design rubric applies."),
+    task: str | None = typer.Option(None, "--task", help="The task whose design rubric applies."),
     judge_name: str = typer.Option("static", "--judge", help="static | llm | hybrid (code); proposals always use the LLM."),
     all_solutions: bool = typer.Option(False, "--all", help="Judge every solution in the store."),
     force: bool = typer.Option(False, help="Ask the LLM again even where the store has this judge's verdict."),
-    model: Optional[str] = typer.Option(None, help="LLM judge model (overrides D2K_JUDGE_MODEL and d2k.toml)."),
-    api_base: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint (overrides D2K_JUDGE_API_BASE)."),
-    concurrency: Optional[int] = typer.Option(None, help="Concurrent LLM calls."),
+    model: str | None = typer.Option(None, help="LLM judge model (overrides D2K_JUDGE_MODEL and d2k.toml)."),
+    api_base: str | None = typer.Option(None, help="OpenAI-compatible endpoint (overrides D2K_JUDGE_API_BASE)."),
+    concurrency: int | None = typer.Option(None, help="Concurrent LLM calls."),
     optimize_target: str = typer.Option("implementation", "--target", help="optimize: implementation | proposal."),
     optimizer: str = typer.Option("bootstrap", "--optimizer", help="optimize: bootstrap | labeled."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
-    db: Optional[str] = DbOption,
+    db: str | None = DbOption,
 ):
     """Judge design properties: of a solution's code (static, llm, hybrid) or of a design in prose."""
     from d2k.judge.run import JUDGES, judge_proposal_text, judge_solution, store_judgement, store_proposal
@@ -571,14 +568,14 @@ def judge_eval(
     gold: str = typer.Option("implementation", "--gold", help="implementation (labels.toml) | proposals (proposals.toml)."),
     scope: str = typer.Option("item", help="Rows to print: item | level | task | all."),
     force: bool = typer.Option(False, help="Ask the LLM again even where the store has this judge's verdict."),
-    model: Optional[str] = typer.Option(None, help="LLM judge model (overrides D2K_JUDGE_MODEL and d2k.toml)."),
-    api_base: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint (overrides D2K_JUDGE_API_BASE)."),
-    concurrency: Optional[int] = typer.Option(None, help="Concurrent LLM calls."),
+    model: str | None = typer.Option(None, help="LLM judge model (overrides D2K_JUDGE_MODEL and d2k.toml)."),
+    api_base: str | None = typer.Option(None, help="OpenAI-compatible endpoint (overrides D2K_JUDGE_API_BASE)."),
+    concurrency: int | None = typer.Option(None, help="Concurrent LLM calls."),
     part: str = typer.Option("all", "--part", help="Labelled part (judges/splits.toml): dev (in-sample) | test | wild | all."),
     boot: int = typer.Option(1000, "--boot", help="Bootstrap resamples (over solutions) for the 95% intervals; 0 for none."),
     calibrate: bool = typer.Option(False, "--calibrate",
                                    help="Write judges/static_calibration.json (strength precision on the frozen parts)."),
-    db: Optional[str] = DbOption,
+    db: str | None = DbOption,
 ):
     """Agreement of a judge with the gold labels in judges/gold/ and judges/wild/, per part (dev /
     test / wild) with bootstrap intervals: precision, recall, F1, Cohen's kappa, and the precision
@@ -693,7 +690,7 @@ def _judge_eval_parts(judge_name, scope, force, model, api_base, concurrency, pa
 
 @app.command()
 def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files of d2k runs, or calibration.json files of d2k calibrate, written elsewhere."),
-           db: Optional[str] = DbOption):
+           db: str | None = DbOption):
     """Load results produced on another machine (e.g. a GPU node) into the store."""
     from d2k.ingest import ingest as ingest_file
 
@@ -715,7 +712,7 @@ def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files of 
 @app.command()
 def report(
     out: Path = typer.Option(Path("d2k-report"), "--out", help="Folder to write index.html, figures/ and tables/ into."),
-    db: Optional[str] = DbOption,
+    db: str | None = DbOption,
 ):
     """Write the benchmark report: every metric of the store as tables and figures in one HTML page."""
     from d2k.content import find_root
@@ -744,7 +741,7 @@ def analyze(
     boot: int = typer.Option(2000, "--boot", help="Bootstrap resamples over tasks."),
     seed: int = typer.Option(0, "--seed", help="Seed of the resampling."),
     judge_name: str = typer.Option("static", "--judge", help="Judge whose verdicts the attribution uses."),
-    db: Optional[str] = DbOption,
+    db: str | None = DbOption,
 ):
     """Bootstrap intervals, the paired guidance test and the speedup attribution, stored in analysis_* tables."""
     from d2k.analysis import analyze as run_analysis
@@ -765,9 +762,9 @@ def analyze(
 def export(
     format: str = typer.Option("parquet", "--format", help="parquet | csv."),
     out: Path = typer.Option(Path("d2k-export"), "--out", help="Folder for one file per table and view."),
-    only: Optional[str] = typer.Option(None, "--only", help="Comma-separated tables and views (default: all)."),
+    only: str | None = typer.Option(None, "--only", help="Comma-separated tables and views (default: all)."),
     list_only: bool = typer.Option(False, "--list", help="List the tables and views, write nothing."),
-    db: Optional[str] = DbOption,
+    db: str | None = DbOption,
 ):
     """Write the store's tables and metric views (v_*) to Parquet or CSV files, one per name."""
     from d2k.content import find_root
@@ -795,7 +792,7 @@ def export(
 @app.command()
 def demo(
     out: Path = typer.Option(Path("d2k-demo"), "--out", help="Folder for the demo store, its work files and report."),
-    db: Optional[Path] = typer.Option(None, "--db", help="The demo store (default: OUT/demo.duckdb); an existing "
+    db: Path | None = typer.Option(None, "--db", help="The demo store (default: OUT/demo.duckdb); an existing "
                                       "file is replaced only if it is a demo store."),
     report_too: bool = typer.Option(True, "--report/--no-report", help="Also write OUT/report/index.html."),
 ):
@@ -843,10 +840,10 @@ experiment_app.callback(invoke_without_command=True)(_needs_a_command)
 @experiment_app.command("run")
 def experiment_run(
     spec_path: Path = typer.Argument(..., help="The experiment spec (TOML); see examples/paired.toml."),
-    executor: Optional[str] = typer.Option(None, help="local | ray (default: the spec's [executor] kind)."),
-    address: Optional[str] = typer.Option(None, help="Ray cluster address (default: a local Ray)."),
-    backend: Optional[str] = typer.Option(None, help="auto | cuda | interpreter (default: the spec's)."),
-    db: Optional[str] = DbOption,
+    executor: str | None = typer.Option(None, help="local | ray (default: the spec's [executor] kind)."),
+    address: str | None = typer.Option(None, help="Ray cluster address (default: a local Ray)."),
+    backend: str | None = typer.Option(None, help="auto | cuda | interpreter (default: the spec's)."),
+    db: str | None = DbOption,
 ):
     """Create the attempts (model x task x condition x seed) and run those not finished; resumable."""
     from d2k.experiment import spec as spec_mod
@@ -890,8 +887,8 @@ def experiment_run(
 
 @experiment_app.command("status")
 def experiment_status(
-    spec_path: Optional[Path] = typer.Argument(None, help="A spec (default: every experiment in the store)."),
-    db: Optional[str] = DbOption,
+    spec_path: Path | None = typer.Argument(None, help="A spec (default: every experiment in the store)."),
+    db: str | None = DbOption,
 ):
     """Attempts per model, task and condition: finished, failed, remaining."""
     from d2k.experiment import spec as spec_mod
@@ -915,8 +912,8 @@ task_app.callback(invoke_without_command=True)(_needs_a_command)
 @task_app.command("new")
 def task_new(
     task_id: str = typer.Argument(..., help="The new task's id (lower_snake_case)."),
-    catalog: Optional[str] = typer.Option(None, "--catalog", help="Catalog number TNN (default: the next free one)."),
-    title: Optional[str] = typer.Option(None, "--title", help="One-line title (default: a TODO)."),
+    catalog: str | None = typer.Option(None, "--catalog", help="Catalog number TNN (default: the next free one)."),
+    title: str | None = typer.Option(None, "--title", help="One-line title (default: a TODO)."),
 ):
     """Write a new task's files (task.toml, reference/expert/naive, workloads, rubric, gold manifest) with TODO markers."""
     from d2k.content import find_root

@@ -160,7 +160,7 @@ class Benchmark:
     rubrics: dict[str, Rubric] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, root: Path | None = None, only: list[str] | None = None) -> "Benchmark":
+    def load(cls, root: Path | None = None, only: list[str] | None = None) -> Benchmark:
         root = root or find_root()
         bench = cls(root=root)
         ids = task_ids(root)

@@ -227,7 +227,7 @@ def build(out: Path, db: Path | None = None, workers: int = 2, progress=None) ->
     bench = Benchmark.load(root, only=list(TASKS))
     store = Store(db)
     try:
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
         store.con.execute("INSERT OR REPLACE INTO meta VALUES ('demo', ?)",
                           [json.dumps({"note": DEMO_NOTE, "built": stamp, "command": "d2k demo"})])
         with ScriptedServer(root) as server:

@@ -20,9 +20,9 @@ import html
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from d2k import plots
 from d2k.errors import D2KError
@@ -264,7 +264,7 @@ def _banner(labels: dict | None) -> list[str]:
 
 
 def render(results: list[SectionResult], store_path: str, labels: dict | None = None) -> str:
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     title = "D2K-Bench report" + (" (DEMO)" if labels and labels.get("demo") else "")
     nav = " ".join(f"<a href='#{r.section.name}'>{html.escape(r.section.title)}</a>" for r in results)
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"

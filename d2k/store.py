@@ -33,7 +33,7 @@ def _ts(value) -> dt.datetime | None:
     if value is None:
         return None
     if isinstance(value, (int, float)):
-        return dt.datetime.fromtimestamp(value, tz=dt.timezone.utc).replace(tzinfo=None)
+        return dt.datetime.fromtimestamp(value, tz=dt.UTC).replace(tzinfo=None)
     return value
 
 
@@ -201,7 +201,7 @@ class Store:
         from d2k import perf
         from d2k.solutions import sha256
 
-        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
         con = self.con
         for task_id, task in bench.tasks.items():
             con.execute(
@@ -231,7 +231,7 @@ class Store:
             "SET label = excluded.label, kind = excluded.kind, path = excluded.path "
             "WHERE excluded.label IN ('expert', 'naive') AND solutions.label NOT IN ('expert', 'naive')",
             [solution.solution_id, solution.task_id, solution.label, solution.kind, str(solution.path),
-             solution.source, dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)],
+             solution.source, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
         )
 
     # -- environments and runs ---------------------------------------------------------------
@@ -260,7 +260,7 @@ class Store:
             "INSERT OR REPLACE INTO runs (run_id, command, args, env_id, backend, started_at, finished_at, status, "
             "clocks, results_path, owner_pid, owner_host) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             [run_id, command, _json(args), env["env_id"], env.get("backend"),
-             dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), None, "running", _json(clocks), results_path,
+             dt.datetime.now(dt.UTC).replace(tzinfo=None), None, "running", _json(clocks), results_path,
              os.getpid(), socket.gethostname()],
         )
 
@@ -287,7 +287,7 @@ class Store:
                 pass
         for run_id in stale:
             self.con.execute("UPDATE runs SET status = 'interrupted', finished_at = ? WHERE run_id = ?",
-                             [dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), run_id])
+                             [dt.datetime.now(dt.UTC).replace(tzinfo=None), run_id])
         return len(stale)
 
     def sol_ms(self, task_id: str, workload_id: str, env_id: str) -> float | None:
@@ -306,7 +306,7 @@ class Store:
     def finish_run(self, run_id: str, status: str) -> None:
         self.con.execute(
             "UPDATE runs SET finished_at = ?, status = ? WHERE run_id = ?",
-            [dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), status, run_id],
+            [dt.datetime.now(dt.UTC).replace(tzinfo=None), status, run_id],
         )
 
     # -- evaluations -------------------------------------------------------------------------

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from d2k import runner
+from d2k.content import Benchmark
 from d2k.errors import D2KError
 from d2k.execution.probe import probe_environment
-from d2k.content import Benchmark
 from d2k.job_payload import evaluation_job, timing_settings
 from d2k.schema import Workload
 from d2k.solutions import Solution
@@ -139,7 +139,7 @@ def run_sweep(
     store.recover_stale_runs()
     env = probe_environment(backend, base)
     store.add_environment(env)
-    run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
     run_dir = base / "runs" / run_id
     results_path = run_dir / "results.jsonl"
     log = JsonlLog(results_path)

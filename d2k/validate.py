@@ -11,10 +11,10 @@ from pathlib import Path
 import networkx as nx
 
 from d2k import exprs, perf
-from d2k.judge.signals import check as signal_check
 from d2k.content import ContentError, Problem, find_root, load_rubric, load_task, load_workloads, task_ids
-from d2k.schema import MAX_WORKLOAD_BYTES, TORCH_DTYPES, Rubric, Task, Workload
+from d2k.judge.signals import check as signal_check
 from d2k.scaffold import unfinished
+from d2k.schema import MAX_WORKLOAD_BYTES, TORCH_DTYPES, Rubric, Task, Workload
 
 
 def _functions(path: Path) -> dict[str, ast.FunctionDef] | str:

@@ -4,13 +4,13 @@ import json
 import subprocess
 import textwrap
 
-import pytest
-
 import agent_script
+import pytest
 from conftest import d2k_command
+from fake_openai import Failure, FakeOpenAI
+
 from d2k.agent.tools import Tools
 from d2k.agent.workspace import Workspace
-from fake_openai import Failure, FakeOpenAI
 
 
 def write_spec(path, base_url, name="t", budget=20, tasks=("rmsnorm",), conditions=("guided", "unguided"),

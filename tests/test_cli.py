@@ -4,7 +4,6 @@ import json
 import subprocess
 
 import pytest
-
 from conftest import d2k_command
 
 

@@ -7,7 +7,6 @@ import time
 
 import duckdb
 import pytest
-
 from conftest import d2k_command
 
 # one worker runs this module: its tests share one module-scoped run

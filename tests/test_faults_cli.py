@@ -12,7 +12,6 @@ import sys
 
 import duckdb
 import pytest
-
 from conftest import d2k_command
 from faults_data import SOURCE, counts, results_records, small_content, write_jsonl
 

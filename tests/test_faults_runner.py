@@ -12,8 +12,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
 from conftest import d2k_command
+
 from d2k.content import Benchmark
 from d2k.errors import D2KError
 from d2k.execution.probe import probe_environment

@@ -80,7 +80,7 @@ def test_cuda_embedded_in_a_python_string_maps_lines_to_the_file():
                             ("atomic", "atomicAdd"), ("vector_type", "float4")]:
         assert feature in kernel.cuda, feature
         assert marker in lines[kernel.cuda[feature][0] - 1], feature
-    assert any(l.kind == "for" for l in kernel.loops)
+    assert any(loop.kind == "for" for loop in kernel.loops)
 
 
 def test_cuda_file():

@@ -4,6 +4,7 @@ import json
 import subprocess
 
 from conftest import d2k_command
+
 from d2k.content import Benchmark
 from d2k.judge import agreement, gold
 from d2k.judge.run import gold_rows

@@ -4,16 +4,17 @@ import json
 import subprocess
 
 import dspy
-import pytest
-
 import judge_responders as jr
+import pytest
 from conftest import d2k_command
+from fake_openai import Failure, FakeOpenAI
+
 from d2k.content import Benchmark
-from d2k.judge import code_judge, llm, settings as settings_mod
+from d2k.judge import code_judge, llm
+from d2k.judge import settings as settings_mod
 from d2k.judge.facts import extract
 from d2k.judge.run import LLMContext, judge_proposal_text, judge_source
 from d2k.judge.static import judge as static_judge
-from fake_openai import Failure, FakeOpenAI
 
 
 @pytest.fixture

@@ -4,14 +4,14 @@ import json
 import subprocess
 
 import pytest
-
 from conftest import d2k_command
+from test_judge_facts import TRITON
+
 from d2k.content import Benchmark
 from d2k.judge import graph, signals
 from d2k.judge.facts import extract
 from d2k.judge.static import judge
 from d2k.schema import DesignItem
-from test_judge_facts import TRITON
 
 
 def item(item_id, deps=(), sigs=(), partial=(), partial_when=""):

@@ -227,8 +227,9 @@ def test_design_vs_build(paired):
 
 
 def test_views_version_is_recorded(paired):
-    from d2k.store import views_version
     from conftest import ROOT
+
+    from d2k.store import views_version
 
     version = views_version((ROOT / "analysis" / "views.sql").read_text())
     assert paired.rows("SELECT value FROM meta WHERE key = 'views_version'") == [{"value": version}]

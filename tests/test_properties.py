@@ -21,10 +21,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from faults_data import ROOT, results_records, small_content
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-
-from faults_data import ROOT, results_records, small_content
 
 from d2k.agent.tools import NAMES, Tools
 from d2k.agent.workspace import Workspace
@@ -361,7 +360,7 @@ def test_tool_arguments(tools, name, raw):
     message = json.loads(text)["error"]
     assert message and "\n" not in message, message
     if name in NAMES:
-        assert message.startswith(f"{name}: ") or message.startswith(f"unknown argument(s) "), message
+        assert message.startswith(f"{name}: ") or message.startswith("unknown argument(s) "), message
     else:
         assert message.startswith("unknown tool "), message
     try:

@@ -5,8 +5,8 @@ import datetime as dt
 import subprocess
 
 import pytest
-
 from conftest import d2k_command
+
 from d2k.content import Benchmark, find_root
 from d2k.judge.run import judge_solution, store_judgement
 from d2k.report import SECTIONS, build, write

@@ -18,8 +18,8 @@ import shutil
 import subprocess
 
 import pytest
-
 from conftest import ROOT
+
 from d2k.content import Benchmark, find_root
 from d2k.ingest import ingest
 from d2k.judge.run import judge_solution, store_judgement

@@ -1,13 +1,14 @@
 """Store round trip, skip-on-rerun, ingest of a results file, and schema migrations."""
 
 import json
+
 import pytest
 
 from d2k.content import Benchmark
 from d2k.errors import D2KError
+from d2k.ingest import ingest
 from d2k.solutions import Solution, resolve
 from d2k.store import Store
-from d2k.ingest import ingest
 from d2k.sweep import Plan, run_sweep
 
 

@@ -2,7 +2,6 @@
 
 import json
 
-
 from d2k.content import Benchmark
 from d2k.validate import validate
 
@@ -65,7 +64,7 @@ def test_unknown_dependency_is_named(content_copy):
 
 def test_missing_smoke_workload(content_copy):
     path = content_copy / "workloads/rmsnorm.jsonl"
-    lines = [l for l in path.read_text().splitlines() if '"smoke"' not in l]
+    lines = [line for line in path.read_text().splitlines() if '"smoke"' not in line]
     path.write_text("\n".join(lines) + "\n")
     assert "workloads/rmsnorm.jsonl: tag: no smoke workload (the CPU interpreter needs one)" in _messages(content_copy)
 

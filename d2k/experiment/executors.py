@@ -17,7 +17,7 @@ def _failed(attempt: dict, exc: BaseException) -> dict:
 
 class LocalExecutor:
     def __init__(self, gpus: list[int] | None, workers: int = 1):
-        self.slots: "queue.Queue[int | None]" = queue.Queue()
+        self.slots: queue.Queue[int | None] = queue.Queue()
         for slot in (gpus if gpus else [None] * max(1, workers)):
             self.slots.put(slot)
         self.n = len(gpus) if gpus else max(1, workers)

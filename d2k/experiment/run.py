@@ -27,7 +27,7 @@ DONE = ("finished", "failed")
 def _ts(value):
     if value is None:
         return None
-    return dt.datetime.fromtimestamp(value, tz=dt.timezone.utc).replace(tzinfo=None)
+    return dt.datetime.fromtimestamp(value, tz=dt.UTC).replace(tzinfo=None)
 
 
 def put_blob(store: Store, work_dir: Path, text: str | None) -> str | None:
@@ -45,7 +45,7 @@ def put_blob(store: Store, work_dir: Path, text: str | None) -> str | None:
 
 
 def register(store: Store, spec: ExperimentSpec, spec_path: Path) -> list[dict]:
-    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     store.con.execute("INSERT INTO experiments VALUES (?,?,?,?,?) ON CONFLICT (experiment_id) DO UPDATE SET spec = excluded.spec",
                       [spec.experiment_id, spec.name, spec.model_dump_json(), str(spec_path), now])
     attempts = spec.attempts()
@@ -72,7 +72,7 @@ def status_rows(store: Store, experiment_id: str | None = None) -> tuple[list[st
 
 def store_outcome(store: Store, spec: ExperimentSpec, work_dir: Path, outcome: dict, bench: Benchmark,
                   judge_context=None) -> str:
-    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     attempt_id = outcome["attempt_id"]
     if outcome.get("error"):
         store.con.execute("UPDATE attempts SET status = 'failed', detail = ?, finished_at = ? WHERE attempt_id = ?",
@@ -137,8 +137,8 @@ def visible_gpus(backend: str) -> list[int]:
 def run_experiment(spec: ExperimentSpec, spec_path: Path, store: Store, bench: Benchmark, work_dir: Path,
                    backend: str, executor: str | None = None, address: str | None = None, progress=None,
                    client=None, judge_context=None) -> dict:
-    from d2k.experiment.executors import LocalExecutor, RayExecutor
     from d2k.execution.probe import probe_environment
+    from d2k.experiment.executors import LocalExecutor, RayExecutor
 
     unknown = [t for t in spec.tasks if t not in bench.tasks]
     if unknown:

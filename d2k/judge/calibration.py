@@ -33,7 +33,7 @@ def compute(table: list[dict], parts: list[str], version: str) -> dict:
     buckets = {f"{r['strength']}/{r['verdict']}": {"n": r["n"], "right": r["right"], "precision": round(r["precision"], 4)}
                for r in table}
     return {"judge": "static", "judge_version": version, "parts": parts, "threshold": THRESHOLD, "min_n": MIN_N,
-            "computed_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "buckets": buckets}
+            "computed_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "buckets": buckets}
 
 
 def write(root: Path, record: dict) -> Path:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import cache
 
 MAX_BYTES = 2 * 2**20  # larger files are not parsed: real kernels are far smaller
 
@@ -64,7 +64,7 @@ class Kernel:
 _LEADING_NAME = re.compile(r"\s*\(?\s*([A-Za-z_]\w*)")   # the first name of an expression
 
 
-def pointer_base(kernel: "Kernel", expr: str) -> str:
+def pointer_base(kernel: Kernel, expr: str) -> str:
     """The kernel parameter a pointer expression derives from, following simple assignments
     (``x_ptrs = X + offs`` then ``tl.load(x_ptrs)`` → ``X``); the first name when none is found."""
     m = _LEADING_NAME.match(expr)
@@ -124,7 +124,7 @@ class SolutionFacts:
 
 
 # ---------------------------------------------------------------------------------------------
-@lru_cache(maxsize=None)
+@cache
 def _parsers():
     import tree_sitter_cuda
     import tree_sitter_python
@@ -133,7 +133,7 @@ def _parsers():
     return Parser(Language(tree_sitter_python.language())), Parser(Language(tree_sitter_cuda.language()))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _python_query():
     """One C-side pass collects what the Python walk would otherwise look for node by node."""
     import tree_sitter_python

@@ -80,7 +80,7 @@ def load(root: Path, task_ids: list[str] | None = None, item_ids: dict[str, set[
                 problems.append(Problem(rel, f"solutions.{solution.name}.path", f"{solution.path} not found"))
             present.append(solution)
             if item_ids and task_id in item_ids:
-                labelled = [l.item for l in solution.labels]
+                labelled = [label.item for label in solution.labels]
                 missing = sorted(item_ids[task_id] - set(labelled))
                 unknown = sorted(set(labelled) - item_ids[task_id])
                 if missing:

@@ -18,7 +18,9 @@ import dspy
 
 from d2k.content import Benchmark
 from d2k.errors import D2KError
-from d2k.judge import code_judge, facts as facts_mod, gold as gold_mod, llm, static
+from d2k.judge import code_judge, llm, static
+from d2k.judge import facts as facts_mod
+from d2k.judge import gold as gold_mod
 
 OPTIMIZERS = ("bootstrap", "labeled")
 
@@ -45,7 +47,7 @@ def implementation_examples(bench: Benchmark) -> list[tuple[str, str, dspy.Examp
             path = gold_set.path_of(solution)
             facts = facts_mod.extract(path.read_bytes(), str(path), entry=solution.entry or task.entry_point)
             verdicts = {v.item_id: v for v in static.judge(facts, list(items.values()))}
-            labels = {l.item: l.verdict for l in solution.labels}
+            labels = {label.item: label.verdict for label in solution.labels}
             for label in solution.labels:
                 item = items[label.item]
                 inputs = {
@@ -118,7 +120,7 @@ def optimize(bench: Benchmark, runner: llm.Runner, kind: str, optimizer: str = "
         "target": kind, "optimizer": optimizer, "model": runner.model, "max_demos": max_demos,
         "train_examples": len(train), "dev_examples": len(dev), "dev_fraction": dev_fraction,
         "dev_accuracy_before": before, "dev_accuracy_after": after, "prompt_hash": llm.prompt_hash(compiled),
-        "program": program_path.name, "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "program": program_path.name, "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
     log_path = out_dir / "optimization.json"
     history = json.loads(log_path.read_text()) if log_path.is_file() else []

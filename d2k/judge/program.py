@@ -90,7 +90,7 @@ def _target_names(target: ast.expr) -> list[tuple[str, int | None]]:
 class _ScopeCollector(ast.NodeVisitor):
     """Bindings, reads, calls and returns of one scope, without entering nested defs/classes."""
 
-    def __init__(self, func: Func, program: "Program"):
+    def __init__(self, func: Func, program: Program):
         self.f = func
         self.program = program
 

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 from d2k.content import Benchmark
 from d2k.errors import D2KError
-from d2k.judge import agreement, facts as facts_mod, gold as gold_mod, graph, static
+from d2k.judge import agreement, graph, static
+from d2k.judge import facts as facts_mod
+from d2k.judge import gold as gold_mod
 from d2k.judge.static import Verdict
 from d2k.solutions import Solution, sha256
 
@@ -49,7 +51,7 @@ class LLMContext:
 
 
 def _now():
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 def _json(value) -> str:
@@ -117,7 +119,7 @@ def cached_verdicts(store, solution_id, proposal_id, judge, version, model, prog
         f"WHERE {key_col} = ? AND judge = ? AND judge_version = ? AND model = ? AND prompt_hash = ? "
         f"AND verdict <> 'judge_error'", [key, judge, version, model, program_hash])
     out = {}
-    for item_id, verdict, strength, confidence, reason, evidence, usage in rows:
+    for item_id, verdict, strength, confidence, reason, evidence, _usage in rows:
         out[item_id] = Verdict(item_id, int(item_id[1]), verdict, strength or "llm", reason or "",
                                json.loads(evidence) if evidence else [], confidence,
                                {"cached": True}, model, program_hash)
