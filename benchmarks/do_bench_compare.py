@@ -32,7 +32,8 @@ def main() -> int:
         payload = task_payload(bench, task_id)
         reference = load_module(payload["reference_path"], f"ref_{task_id}")
         for name in args.solutions.split(","):
-            fn = reference.reference if name == "reference" else load_module(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run
+            fn = (reference.reference if name == "reference"
+                  else load_module(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run)
             for workload in bench.select_workloads(task_id, "bench"):
                 w = workload.model_dump()
                 inputs = build_inputs(payload["signature"], w, w["seed"] * 1_000_003, "cuda", False, reference)

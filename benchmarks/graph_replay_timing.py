@@ -85,7 +85,8 @@ def measure(bench: Benchmark, task_id: str, workload_id: str, solution: str, cal
         total = graph_time(with_calls)
         base_ms = graph_time(flushes_only)
     except Exception as exc:  # capture is not always possible (host syncs, host-side state)
-        return {"task": task_id, "workload": workload_id, "solution": solution, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        return {"task": task_id, "workload": workload_id, "solution": solution,
+                "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     per_call = [(t - statistics.median(base_ms)) / calls for t in total]
     return {"task": task_id, "workload": workload_id, "solution": solution, "method": "graph_replay_read_flush",
             "calls_per_graph": calls, "per_call_ms": statistics.median(per_call), "replays_ms": total,

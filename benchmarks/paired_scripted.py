@@ -79,9 +79,11 @@ def main() -> None:
         d2k("experiment", "run", str(spec), env=env)
         print(f"{len(server.requests)} chat requests served")
     d2k("sql", "SELECT model, task_id, guided_correct, unguided_correct, round(guided_speedup, 3) AS guided_speedup, "
-               "round(unguided_speedup, 3) AS unguided_speedup, guided_impl_score, unguided_impl_score FROM v_paired ORDER BY ALL", env=env)
+               "round(unguided_speedup, 3) AS unguided_speedup, guided_impl_score, unguided_impl_score "
+               "FROM v_paired ORDER BY ALL", env=env)
     d2k("sql", """SELECT json_extract_string(tool_calls, '$[0].name') AS tool, count(*) AS turns,
-                         round(median(harness_s) * 1000, 2) AS median_harness_ms, round(max(harness_s) * 1000, 2) AS max_harness_ms,
+                         round(median(harness_s) * 1000, 2) AS median_harness_ms, """
+               """round(max(harness_s) * 1000, 2) AS max_harness_ms,
                          round(median(latency_s) * 1000, 2) AS median_endpoint_ms
                   FROM turns GROUP BY ALL ORDER BY tool""", env=env)
 

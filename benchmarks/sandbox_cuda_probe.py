@@ -44,7 +44,8 @@ variants = {
 }
 for name, (prefix, env) in variants.items():
     r = subprocess.run([*prefix, sys.executable, "-c", CHECK], capture_output=True, text=True, env=env, timeout=120)
-    print(json.dumps({"variant": name, "rc": r.returncode, "out": r.stdout.strip()[-400:], "err": r.stderr.strip()[-300:]}), flush=True)
+    print(json.dumps({"variant": name, "rc": r.returncode, "out": r.stdout.strip()[-400:], "err": r.stderr.strip()[-300:]}),
+          flush=True)
 
 for drop in (False, True):
     with tempfile.TemporaryDirectory() as tmp:

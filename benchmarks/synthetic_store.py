@@ -138,7 +138,8 @@ def generate(path: Path, evaluations: int, verdicts: int, seed: int, samples: in
                TIMESTAMP '2026-11-04' + INTERVAL (x.rep) DAY + INTERVAL (x.k % 1000) SECOND
         FROM (
             SELECT s.solution_id, s.task_id, w.workload_id, e.env_id, r.rep, row_number() OVER () AS k,
-                   CASE WHEN p.wrong OR (s.label LIKE 'benchmarks/%' AND random() < 0.04) THEN 'failed' ELSE 'passed' END AS status,
+                   CASE WHEN p.wrong OR (s.label LIKE 'benchmarks/%' AND random() < 0.04) THEN 'failed' """
+                f"""ELSE 'passed' END AS status,
                    (w.bytes / 3e12 + w.flops / 5e14) * 1e3 * (1 + 0.3 * e.i) * 6
                      / CASE WHEN s.label = 'reference' THEN 1.0 WHEN s.label = 'compiled' THEN 1.6
                             WHEN s.label = 'expert' THEN 5.5 WHEN s.label = 'naive' THEN 2.2
@@ -168,7 +169,8 @@ def generate(path: Path, evaluations: int, verdicts: int, seed: int, samples: in
         SELECT sha256(kind || id || item_id || judge), CASE WHEN kind = 'code' THEN id END,
                CASE WHEN kind = 'proposal' THEN id END, task_id, item_id, judge, '1',
                CASE WHEN judge <> 'static' THEN 'judge-model' END,
-               CASE WHEN kind = 'proposal' THEN (CASE WHEN u < p_impl THEN 'covered' WHEN u < p_impl + 0.1 THEN 'partial' ELSE 'missing' END)
+               CASE WHEN kind = 'proposal' THEN (CASE WHEN u < p_impl THEN 'covered' WHEN u < p_impl + 0.1 THEN 'partial' """
+                f"""ELSE 'missing' END)
                     WHEN u < p_impl THEN 'implemented' WHEN u < p_impl + 0.1 THEN 'partial'
                     WHEN u < 0.97 THEN 'missing' ELSE 'undetermined' END,
                'strong', 'synthetic', TIMESTAMP '2026-11-05'

@@ -34,7 +34,8 @@ def main():
     for task_id, workload_id, name in CASES:
         payload = task_payload(bench, task_id)
         ref = load_module(payload["reference_path"], f"ref_{task_id}")
-        fn = ref.reference if name == "reference" else load_module(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run
+        fn = (ref.reference if name == "reference"
+              else load_module(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run)
         w = next(x for x in bench.select_workloads(task_id, "bench") if x.id == workload_id).model_dump()
         base = build_inputs(payload["signature"], w, w["seed"], "cuda", False, ref)
         for n_sets in (1, 8):

@@ -10,7 +10,8 @@
   verdicts: per task, a ridge regression (scikit-learn) of ln(speedup) on the items' credit; over
   all tasks, ln(speedup) on the three levels' dependency-aware credit with a fixed effect per
   task. Each coefficient is reported as a speed factor (exp) with a bootstrap interval over the
-  solutions (the same ridge in closed form, solved for every resample at once). This is association, not causation: solutions differ in more than their items.
+  solutions (the same ridge in closed form, solved for every resample at once). This is
+  association, not causation: solutions differ in more than their items.
 
 ``d2k analyze`` stores both in ``analysis_bootstrap`` and ``analysis_attribution``, each row with
 the version of the views it was computed from (``views_version``, as in ``meta``). numpy and
@@ -339,7 +340,8 @@ def attribution(store, judge: str = "static", n_boot: int = 300, seed: int = 0, 
         task_index = {t: k for k, t in enumerate(sorted({t for t, _, _ in rows}))}
         group = np.array([task_index[t] for t, _, _ in rows])
         counts = np.bincount(group, minlength=len(task_index)).astype(float)
-        X = X_levels - (np.stack([np.bincount(group, X_levels[:, j], len(task_index)) for j in range(3)], 1) / counts[:, None])[group]
+        X = X_levels - (np.stack([np.bincount(group, X_levels[:, j], len(task_index)) for j in range(3)], 1)
+                        / counts[:, None])[group]
         yw = y - (np.bincount(group, y, len(task_index)) / counts)[group]
         model = _fit(X, yw, alpha * 0.1)
         r2 = float(model.score(X, yw)) if np.var(yw) > 0 else None

@@ -291,7 +291,9 @@ def eval_cmd(
 def bench(
     tasks: str | None = typer.Option(None, "--tasks", help="Comma-separated task ids (default: all)."),
     solution: list[str] | None = typer.Option(None, "--solution",
-                                       help="expert | naive | reference | compiled (torch.compile of the reference) | baselines (each library adapter in tasks/<id>/baselines/) | PATH; repeat for several."),
+                                       help="expert | naive | reference | compiled (torch.compile of the reference) | "
+                                            "baselines (each library adapter in tasks/<id>/baselines/) | PATH; "
+                                            "repeat for several."),
     workloads: str = typer.Option("auto", help="bench | smoke | all (auto: bench on a GPU, smoke on the interpreter)."),
     backend: str = typer.Option("auto", help="auto | cuda | interpreter."),
     force: bool = typer.Option(False, help="Re-run evaluations the store already holds."),
@@ -332,7 +334,8 @@ def bench(
                 plans.append(Plan(resolve(bench_content, task_id, name), selected))
     if not plans:
         raise D2KError("nothing to run: no workloads or solutions matched")
-    result = _run(bench_content, plans, backend, "bench", {"tasks": only, "solutions": solution, "workloads": tag, "timed": timed},
+    result = _run(bench_content, plans, backend, "bench",
+                  {"tasks": only, "solutions": solution, "workloads": tag, "timed": timed},
                   db, force, per_workload, timeout, timed=timed)
     if any(r["status"] != "passed" for r in result.records):
         raise typer.Exit(1)
@@ -361,7 +364,8 @@ def calibrate(db: str | None = DbOption):
     table.add_column("ceiling")
     table.add_column("measured", justify="right")
     table.add_row("copy bandwidth (read + write)", f"{cal['copy_bytes_per_s'] / 1e12:.3f} TB/s")
-    for key, label in (("bf16_flops_per_s", "bf16 matmul"), ("fp8_flops_per_s", "fp8 matmul"), ("fp32_flops_per_s", "fp32 matmul (no tf32)")):
+    for key, label in (("bf16_flops_per_s", "bf16 matmul"), ("fp8_flops_per_s", "fp8 matmul"),
+                       ("fp32_flops_per_s", "fp32 matmul (no tf32)")):
         if cal.get(key):
             table.add_row(label, f"{cal[key] / 1e12:.1f} TFLOP/s")
     console.print(table)
@@ -519,7 +523,8 @@ def judge(
         store = _store(db)
         store.sync_content(bench_content)
         context = _llm_context(bench_content, model, api_base, concurrency) if judge_name != "static" else None
-        _, rows = store.query("SELECT solution_id, task_id, label, kind, path, source FROM solutions WHERE kind = 'file' ORDER BY task_id, label")
+        _, rows = store.query("SELECT solution_id, task_id, label, kind, path, source FROM solutions WHERE kind = 'file' "
+                              "ORDER BY task_id, label")
         counts: dict[str, int] = {}
         with Progress(TextColumn("judge"), BarColumn(), MofNCompleteColumn(), console=err_console) as progress:
             bar = progress.add_task("judge", total=len(rows))
@@ -625,7 +630,8 @@ def judge_eval(
         console.print("items the judge did not decide: " + ", ".join(undecided), markup=False, highlight=False, soft_wrap=True)
     for r in rows:
         if r.predicted in agreement.LABELS and r.predicted != r.gold:
-            console.print("[yellow]disagrees[/yellow] " + escape(f"{r.task_id}/{r.solution} {r.item_id}: gold {r.gold}, judge {r.predicted}"),
+            console.print("[yellow]disagrees[/yellow] "
+                          + escape(f"{r.task_id}/{r.solution} {r.item_id}: gold {r.gold}, judge {r.predicted}"),
                           highlight=False)
 
 
@@ -689,7 +695,8 @@ def _judge_eval_parts(judge_name, scope, force, model, api_base, concurrency, pa
 
 
 @app.command()
-def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files of d2k runs, or calibration.json files of d2k calibrate, written elsewhere."),
+def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files of d2k runs, or calibration.json files of d2k "
+                                                        "calibrate, written elsewhere."),
            db: str | None = DbOption):
     """Load results produced on another machine (e.g. a GPU node) into the store."""
     from d2k.ingest import ingest as ingest_file

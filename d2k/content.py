@@ -141,7 +141,8 @@ def load_rubric(root: Path, task_id: str) -> Rubric:
                 items = data.get("items") or []
                 if loc[1] < len(items) and isinstance(items[loc[1]], dict) and "id" in items[loc[1]]:
                     loc[1] = items[loc[1]]["id"]
-            problems.append(Problem(rel, ".".join(str(p) for p in loc), " ".join(str(err["msg"]).removeprefix("Value error, ").split())))
+            problems.append(Problem(rel, ".".join(str(p) for p in loc),
+                                    " ".join(str(err["msg"]).removeprefix("Value error, ").split())))
         raise ContentError(problems) from None
 
 

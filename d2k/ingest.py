@@ -242,7 +242,8 @@ def _check_references(store: Store, path: Path, records: list[tuple[int, str, di
     for lineno, f in evals:
         where = f"{path}:{lineno}"
         if f["env_id"] not in known_envs:
-            raise D2KError(f"{where}: evaluation.env_id: environment {f['env_id'][:40]!r} is neither in this file nor in the store")
+            raise D2KError(f"{where}: evaluation.env_id: environment {f['env_id'][:40]!r} is neither in this file "
+                           "nor in the store")
         if f["solution_id"] not in solutions:
             raise D2KError(f"{where}: evaluation.solution_id: solution {f['solution_id'][:16]!r}… is neither in this file "
                            "nor in the store")
@@ -374,7 +375,8 @@ def ingest(store: Store, bench: Benchmark | None, path: Path) -> dict:
             # one row per run not yet known; a run whose evaluations span two environments (or
             # backends) takes its first one's, so a second environment never duplicates the run
             _insert(store, f"{path}", "run", lambda: store.con.execute(
-                "INSERT INTO runs (run_id, command, args, env_id, backend, started_at, finished_at, status, clocks, results_path) "
+                "INSERT INTO runs (run_id, command, args, env_id, backend, started_at, finished_at, status, clocks, "
+                "results_path) "
                 "SELECT run_id, 'ingest', NULL, first(env_id ORDER BY created_at NULLS LAST, eval_id), "
                 "first(backend ORDER BY created_at NULLS LAST, eval_id), "
                 "min(created_at), max(created_at), 'ingested', NULL, ? FROM evaluations "

@@ -192,7 +192,8 @@ def check_rubric(task_id: str, rubric: Rubric) -> list[Problem]:
             if dep == item.id:
                 problems.append(Problem(rel, f"items.{item.id}.depends_on", "an item cannot depend on itself"))
             elif dep not in ids:
-                problems.append(Problem(rel, f"items.{item.id}.depends_on", f"unknown item {dep!r} (cross-task links go in `related`)"))
+                problems.append(Problem(rel, f"items.{item.id}.depends_on",
+                                        f"unknown item {dep!r} (cross-task links go in `related`)"))
             else:
                 graph.add_edge(dep, item.id)
         if not item.signals and not item.partial and not item.no_static_evidence.strip():
@@ -258,7 +259,8 @@ def validate(root: Path | None = None, only: list[str] | None = None) -> tuple[l
                 problems.append(Problem(f"tasks/{task_id}/task.toml", "id", f"{task.id!r} differs from its folder name"))
             for spec in [*task.signature.inputs, *task.signature.outputs]:
                 if spec.dtype and spec.dtype not in TORCH_DTYPES and not spec.dtype.isidentifier():
-                    problems.append(Problem(f"tasks/{task_id}/task.toml", f"signature.{spec.name}.dtype", f"{spec.dtype!r} is neither a dtype nor a variable"))
+                    problems.append(Problem(f"tasks/{task_id}/task.toml", f"signature.{spec.name}.dtype",
+                                            f"{spec.dtype!r} is neither a dtype nor a variable"))
             problems.extend(check_modules(root, task))
         except ContentError as exc:
             problems.extend(exc.problems)

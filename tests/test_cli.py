@@ -55,7 +55,8 @@ def test_eval_wrong_solution_exits_1_with_reason(tmp_path):
     [
         (("eval", "no_such_task", "expert"), "unknown task(s): no_such_task"),
         (("eval", "rmsnorm", "/nonexistent/solution.py", "--backend", "interpreter"), "solution file not found"),
-        (("eval", "rmsnorm", "expert", "--workloads", "huge", "--backend", "interpreter"), "--workloads must be bench, smoke or all"),
+        (("eval", "rmsnorm", "expert", "--workloads", "huge", "--backend", "interpreter"),
+         "--workloads must be bench, smoke or all"),
         (("sql", "SELEC nonsense"), "SQL error"),
         (("sql", "SELECT 1", "--format", "xml"), "--format must be table, csv or json"),
         (("calibrate",), "calibrate needs a CUDA GPU"),

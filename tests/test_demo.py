@@ -43,7 +43,8 @@ def test_demo_runs_the_pipeline_and_is_flagged_everywhere(demo):
     assert len(attempts) == 8 and sum(a["status"] == "failed" for a in attempts) == 1
     assert all(a["agent_status"] == "submitted" for a in attempts if a["status"] == "finished")
     # the judges ran: static and hybrid on the code, the proposal judge on DESIGN.md
-    judges = {r["judge"]: r["n"] for r in _rows(store, "SELECT judge, count(*) AS n FROM verdicts WHERE solution_id IS NOT NULL GROUP BY 1")}
+    judges = {r["judge"]: r["n"] for r in _rows(store, "SELECT judge, count(*) AS n FROM verdicts "
+                                                       "WHERE solution_id IS NOT NULL GROUP BY 1")}
     assert judges.get("static") and judges.get("hybrid")
     assert _rows(store, "SELECT count(*) AS n FROM verdicts WHERE proposal_id IS NOT NULL")[0]["n"] > 0
     assert _rows(store, "SELECT count(*) AS n FROM evaluations WHERE backend = 'interpreter'")[0]["n"] >= 12

@@ -37,14 +37,16 @@ def _sweep(tmp_path, name: str, body: str, limits: Limits):
     path = tmp_path / f"{name}.py"
     path.write_text(RMS + body)
     store = Store(tmp_path / f"{name}.duckdb")
-    result = run_sweep(bench, store, [Plan(resolve(bench, "rmsnorm", str(path)), smoke)], "interpreter", "test", {}, limits=limits)
+    result = run_sweep(bench, store, [Plan(resolve(bench, "rmsnorm", str(path)), smoke)], "interpreter", "test", {},
+                       limits=limits)
     store.close()
     return {r["workload_id"]: r for r in result.records}, [w.id for w in smoke]
 
 
 def test_a_timeout_fails_that_workload_only(tmp_path):
     # hangs on the H = 256 workload (the first), answers the H = 100 one
-    body = "\nimport time\ndef run(x, w, eps):\n    if x.shape[1] == 256:\n        time.sleep(10_000)\n    return _rms(x, w, eps)\n"
+    body = ("\nimport time\ndef run(x, w, eps):\n    if x.shape[1] == 256:\n        time.sleep(10_000)\n"
+            "    return _rms(x, w, eps)\n")
     records, order = _sweep(tmp_path, "hangs_once", body, Limits(per_workload_s=6))
     assert records[order[0]]["status"] == "timeout" and "per-workload limit" in records[order[0]]["reason"]
     assert records[order[1]]["status"] == "passed", records[order[1]]["reason"]

@@ -28,7 +28,8 @@ SOLUTIONS = {
     "segfaults": GOOD_BODY + "\nimport ctypes\ndef run(x, w, eps):\n    ctypes.string_at(0)\n",
     "nan": GOOD_BODY + "\ndef run(x, w, eps):\n    return torch.full_like(x, float('nan'))\n",
     "zeros": GOOD_BODY + "\ndef run(x, w, eps):\n    return torch.zeros_like(x)\n",
-    "wrong": GOOD_BODY + "\ndef run(x, w, eps):\n    xf = x.float()\n    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)\n",
+    "wrong": GOOD_BODY + ("\ndef run(x, w, eps):\n    xf = x.float()\n"
+                          "    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)\n"),
     "wrong_dtype": GOOD_BODY + "\ndef run(x, w, eps):\n    return _rms(x, w, eps).float()\n",
     "damages_input": GOOD_BODY + "\ndef run(x, w, eps):\n    y = _rms(x, w, eps)\n    x.zero_()\n    return y\n",
     "caches_by_pointer": GOOD_BODY + textwrap.dedent('''

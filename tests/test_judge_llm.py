@@ -145,7 +145,8 @@ def test_transient_5xx_is_retried_to_success(bench, tmp_path):
         items = bench.items("rmsnorm")[:1]
         facts = extract((bench.task_dir("rmsnorm") / "expert.py").read_text(), "expert.py")
         program, h, _ = context.programs["implementation"]
-        verdicts = code_judge.judge_code(bench.task("rmsnorm"), items, facts, static_judge(facts, items), context.runner, program, h, "llm")
+        verdicts = code_judge.judge_code(bench.task("rmsnorm"), items, facts, static_judge(facts, items),
+                                         context.runner, program, h, "llm")
     assert verdicts[0].verdict == "partial" and len(server.requests) == 2
 
 
@@ -155,7 +156,8 @@ def test_timeout_becomes_judge_error(bench, tmp_path):
         items = bench.items("rmsnorm")[:1]
         facts = extract((bench.task_dir("rmsnorm") / "expert.py").read_text(), "expert.py")
         program, h, _ = context.programs["implementation"]
-        verdicts = code_judge.judge_code(bench.task("rmsnorm"), items, facts, static_judge(facts, items), context.runner, program, h, "llm")
+        verdicts = code_judge.judge_code(bench.task("rmsnorm"), items, facts, static_judge(facts, items),
+                                         context.runner, program, h, "llm")
     assert verdicts[0].verdict == "judge_error"
 
 
@@ -236,7 +238,8 @@ def test_judge_eval_llm_and_proposals_against_the_fake_endpoint():
                       for s in gold.load(bench.root, list(bench.tasks), filename="proposals.toml"))
     assert proposal_calls == n_proposals  # one call per (proposal, item)
     assert 0 < hybrid_calls
-    stored = d2k("sql", "SELECT judge, gold, count(*) AS n FROM judge_metrics GROUP BY ALL ORDER BY judge, gold", "--format", "json")
+    stored = d2k("sql", "SELECT judge, gold, count(*) AS n FROM judge_metrics GROUP BY ALL ORDER BY judge, gold",
+                 "--format", "json")
     got = {(r["judge"], r["gold"]) for r in json.loads(stored.stdout)}
     assert got == {("hybrid", "implementation/test"), ("llm", "proposals")}
 

@@ -120,7 +120,8 @@ def test_judge_cli_stores_verdicts_and_scores(tmp_path):
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     assert payload["status"] == "ok" and len(payload["verdicts"]) == 7
-    stored = d2k("sql", "SELECT count(*) AS n FROM v_item_verdicts WHERE task_id = 'rmsnorm' AND judge = 'static'", "--format", "json")
+    stored = d2k("sql", "SELECT count(*) AS n FROM v_item_verdicts WHERE task_id = 'rmsnorm' AND judge = 'static'",
+                 "--format", "json")
     assert json.loads(stored.stdout) == [{"n": 7}]
     again = d2k("judge", "expert", "--task", "rmsnorm", "--json")  # re-judging replaces, never duplicates
     assert again.returncode == 0

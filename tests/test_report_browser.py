@@ -44,7 +44,7 @@ pytestmark = [
     pytest.mark.xdist_group("test_report_browser"),  # one worker: the tests share one module-scoped report
 ]
 
-CHECK = """
+CHECK = ("""
 <script>
 (function () {
   const out = {};
@@ -54,10 +54,12 @@ CHECK = """
   out.overflowing = [];
   for (const el of document.querySelectorAll('body *')) {
     const r = el.getBoundingClientRect();
-    if (r.right > window.innerWidth + 0.5 && el.closest('svg') === null) out.overflowing.push(el.tagName + ' ' + (el.textContent || '').slice(0, 40));
+    if (r.right > window.innerWidth + 0.5 && el.closest('svg') === null) """
+"""out.overflowing.push(el.tagName + ' ' + (el.textContent || '').slice(0, 40));
     if (el.closest('svg') !== null && el.tagName !== 'svg') continue;
     const st = getComputedStyle(el);
-    if ((st.overflowY === 'auto' || st.overflowY === 'scroll' || st.overflowY === 'hidden') && el.scrollHeight > el.clientHeight + 1)
+    if ((st.overflowY === 'auto' || st.overflowY === 'scroll' || st.overflowY === 'hidden') """
+"""&& el.scrollHeight > el.clientHeight + 1)
       out.overflowing.push('inner scroll: ' + el.tagName);
   }
   out.tables = [];
@@ -83,7 +85,7 @@ CHECK = """
   document.body.appendChild(pre);
 })();
 </script>
-"""
+""")
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +96,8 @@ def page(tmp_path_factory):
     ingest(store, Benchmark.load(), ROOT / "analysis" / "data" / "h200" / "results.jsonl")
     ingest(store, None, ROOT / "analysis" / "data" / "h200" / "calibration.json")
     con = store.con
-    con.execute("INSERT INTO experiments (experiment_id, name, spec, spec_path, created_at) VALUES ('x', 'paired', '{}', 's.toml', ?)",
+    con.execute("INSERT INTO experiments (experiment_id, name, spec, spec_path, created_at) "
+                "VALUES ('x', 'paired', '{}', 's.toml', ?)",
                 [dt.datetime(2026, 12, 2)])
     n = 0
     for task in TASKS:

@@ -111,7 +111,8 @@ def test_candidate_winners_query_compares_against_the_expert(tmp_path, bench):
     con.execute("UPDATE workloads SET tag = 'bench'")
     con.execute("UPDATE solutions SET label = '/somewhere/cand.py' WHERE label = 'naive'")
     first, second = sorted(w.id for w in smoke)
-    con.execute("UPDATE evaluations SET median_ms = 2.0 WHERE solution_id IN (SELECT solution_id FROM solutions WHERE label = 'expert')")
+    con.execute("UPDATE evaluations SET median_ms = 2.0 "
+                "WHERE solution_id IN (SELECT solution_id FROM solutions WHERE label = 'expert')")
     cand = "solution_id IN (SELECT solution_id FROM solutions WHERE label = '/somewhere/cand.py')"
     con.execute(f"UPDATE evaluations SET median_ms = 1.0 WHERE {cand} AND workload_id = ?", [first])
     con.execute(f"UPDATE evaluations SET median_ms = 4.0 WHERE {cand} AND workload_id = ?", [second])

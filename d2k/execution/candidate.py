@@ -106,7 +106,11 @@ class Candidate:
         self.guard = TimerGuard()  # the timing primitives, captured before any candidate code runs
         for owner, attrs in ((timing.CudaTimer, ("measure", "flush_l2", "recording", "annotate")),
                              (timing.WallTimer, ("measure",)), (timing, ("device_spans",)),
-                             (wire, ("perturb", "pack", "send", "recv", "tensor_bytes")), (Candidate, ("outputs", "time", "call"))):
+                             (wire, ("perturb", "pack", "send", "recv", "tensor_bytes")),
+                             (Candidate, ("outputs", "time", "call", "reply")),
+                             # the tensor methods that copy and serialise outputs on this side
+                             (torch.Tensor, ("clone", "detach", "contiguous", "reshape", "view", "cpu", "numpy",
+                                             "copy_", "__torch_function__"))):
             for attr in attrs:
                 self.guard.protect(f"{getattr(owner, '__name__', owner)}.{attr}", owner, attr)
         _count_triton_launches()
@@ -194,6 +198,8 @@ class Candidate:
     def time(self, cmd: dict, blobs: list) -> tuple[dict, list]:
         import torch
 
+        _CLONE = torch._C.TensorBase.clone  # an immutable type's method: no solution can replace it
+
         from d2k.execution.timing import CudaTimer, WallTimer
 
         wire = self.wire
@@ -222,19 +228,22 @@ class Candidate:
             return self.fn(**sets[i])
 
         def after(i, j, result):
-            # the decision comes after the call was issued: nothing the call did can depend on it
+            # Every call's outputs are copied before the call is announced and before the trusted
+            # side says whether it keeps them, so what is checked cannot depend on that decision.
+            # The copies use the C method (TensorBase is immutable) with torch functions disabled:
+            # nothing the solution patched or pushed can compute them.
+            with torch._C.DisableTorchFunction():
+                copies = result
+                if type(result) is torch.Tensor:
+                    copies = _CLONE(result)
+                elif isinstance(result, (tuple, list)):
+                    copies = type(result)(_CLONE(r) if type(r) is torch.Tensor else r for r in result)
+                written = {name: _CLONE(sets[i][name]) for name in mutated}
             self.reply({"op": "issued", "call": j})
             # on the GPU, wait hot: the next call must be issued as fast as the warm-up measured
             decision, _ = wire.recv(self.cmd_fd, 0, spin_s=0.0 if self.interpreter else wire.SPIN_S)
             kept.pop(decision.get("drop"), None)
             if decision.get("keep") and len(kept) < 8:
-                # device-side copies, taken in stream order (no host sync inside the timing loop)
-                copies = result
-                if isinstance(result, torch.Tensor) and type(result) is torch.Tensor:
-                    copies = result.clone()
-                elif isinstance(result, (tuple, list)):
-                    copies = type(result)(r.clone() if type(r) is torch.Tensor else r for r in result)
-                written = {name: sets[i][name].clone() for name in mutated}
                 kept[j] = (copies, written)
 
         settings = cmd.get("settings", {})

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import inspect
 import json
 import os
 import tempfile
@@ -47,26 +48,30 @@ class TimerGuard:
 
     def __init__(self):
         self.perf_counter = time.perf_counter
-        self.items = {"time.perf_counter": (time, "perf_counter", time.perf_counter)}
+        self.items = {"time.perf_counter": (time, "perf_counter", inspect.getattr_static(time, "perf_counter"))}
         if torch.cuda.is_available():
             self.Event = torch.cuda.Event
             self.synchronize = torch.cuda.synchronize
-            self.items.update({
-                "torch.cuda.Event": (torch.cuda, "Event", torch.cuda.Event),
-                "torch.cuda.synchronize": (torch.cuda, "synchronize", torch.cuda.synchronize),
-                "Event.record": (torch.cuda.Event, "record", torch.cuda.Event.record),
-                "Event.elapsed_time": (torch.cuda.Event, "elapsed_time", torch.cuda.Event.elapsed_time),
-                "Event.synchronize": (torch.cuda.Event, "synchronize", torch.cuda.Event.synchronize),
-            })
+            for label, owner, attr in (("torch.cuda.Event", torch.cuda, "Event"),
+                                       ("torch.cuda.synchronize", torch.cuda, "synchronize"),
+                                       ("Event.record", torch.cuda.Event, "record"),
+                                       ("Event.elapsed_time", torch.cuda.Event, "elapsed_time"),
+                                       ("Event.synchronize", torch.cuda.Event, "synchronize")):
+                self.protect(label, owner, attr)
 
     def protect(self, label: str, owner, attr: str) -> None:
-        """Also check that ``owner.attr`` is still what it is now (a harness function)."""
-        self.items[label] = (owner, attr, getattr(owner, attr))
+        """Also check that ``owner.attr`` is still what it is now (a harness function). Compared as
+        stored (``getattr_static``): a classmethod is a new bound object on every plain lookup."""
+        self.items[label] = (owner, attr, inspect.getattr_static(owner, attr))
 
     def check(self) -> None:
         for label, (owner, attr, original) in self.items.items():
-            if getattr(owner, attr, None) is not original:
+            if inspect.getattr_static(owner, attr, None) is not original:
                 raise TimerTampered(f"the solution replaced {label}")
+        # a torch function or dispatch mode left active would see (and could rewrite) every tensor
+        # operation of the harness that follows, the copies of kept outputs included
+        if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
+            raise TimerTampered("the solution left a torch function or dispatch mode active")
 
 
 def l2_bytes(device) -> int:

@@ -456,7 +456,8 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
     try:
         reference_module = load_module(job["task"]["reference_path"], f"d2k_reference_{job['task']['id']}")
     except Exception as exc:
-        events.emit("fatal", reason=f"reference failed to import: {type(exc).__name__}: {exc}", traceback=_short_traceback(), durable=True)
+        events.emit("fatal", reason=f"reference failed to import: {type(exc).__name__}: {exc}", traceback=_short_traceback(),
+                    durable=True)
         return 2
     solution = job["solution"]
     index = 0
@@ -499,7 +500,8 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
             restart = True
         except BaseException as exc:  # the trusted side's own failure (e.g. the reference ran out of memory)
             name = type(exc).__name__
-            reason = f"out of memory: {str(exc).splitlines()[0][:300]}" if name == "OutOfMemoryError" else f"{name}: {str(exc)[:500]}"
+            reason = (f"out of memory: {str(exc).splitlines()[0][:300]}" if name == "OutOfMemoryError"
+                      else f"{name}: {str(exc)[:500]}")
             record = {"workload": workload["id"], "status": "error", "reason": reason, "traceback": _short_traceback()}
             restart = True
         if candidate is not None and candidate.output.total > 0:

@@ -97,7 +97,8 @@ def store_outcome(store: Store, spec: ExperimentSpec, work_dir: Path, outcome: d
                 submission = solution
     submission_id = submission.solution_id if submission else None
     for record in outcome.get("evaluations", []):
-        store.add_evaluation({**record, "run_id": f"experiment:{spec.name}", "env_id": outcome.get("env_id") or record.get("env_id")})
+        store.add_evaluation({**record, "run_id": f"experiment:{spec.name}",
+                              "env_id": outcome.get("env_id") or record.get("env_id")})
     proposal_id = None
     if outcome.get("design") and judge_context is not None and spec.judge_proposals:
         from d2k.judge.run import judge_proposal_text, store_proposal

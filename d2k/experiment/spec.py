@@ -91,7 +91,8 @@ def load(path: Path) -> ExperimentSpec:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         message = " ".join(first["msg"].removeprefix("Value error, ").split())
-        raise D2KError(f"{path}: {where}: {message}" + (f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else "")) from None
+        raise D2KError(f"{path}: {where}: {message}"
+                       + (f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else "")) from None
     names = [m.name for m in spec.models]
     if len(set(names)) != len(names):
         raise D2KError(f"{path}: models.name: model names must be unique")

@@ -37,7 +37,8 @@ def _present(v: str) -> int:
 
 def metrics(rows: list[Row]) -> dict:
     decided = [r for r in rows if r.predicted in LABELS]
-    out = {"n": len(rows), "decided": len(decided), "accuracy": None, "precision": None, "recall": None, "f1": None, "kappa": None}
+    out = {"n": len(rows), "decided": len(decided),
+           "accuracy": None, "precision": None, "recall": None, "f1": None, "kappa": None}
     if not decided:
         return out
     gold = [r.gold for r in decided]

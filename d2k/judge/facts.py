@@ -17,7 +17,8 @@ from functools import cache
 
 MAX_BYTES = 2 * 2**20  # larger files are not parsed: real kernels are far smaller
 
-CUDA_VECTOR_TYPES = re.compile(r"\b(?:float[248]|half2|int[248]|uint[248]|__nv_bfloat162|__half2|double2|longlong2|char4|uchar4)\b")
+CUDA_VECTOR_TYPES = re.compile(r"\b(?:float[248]|half2|int[248]|uint[248]|__nv_bfloat162|__half2|"
+                               r"double2|longlong2|char4|uchar4)\b")
 
 
 @dataclass
@@ -233,7 +234,8 @@ def _walk_py(node, kernel: Kernel, depth: int, loop_stack: list[Loop]):
         body = node.child_by_field_name("body")
         header_end = body.start_byte if body is not None else node.end_byte
         header = node.text[: header_end - node.start_byte].decode("utf-8", "replace").strip().rstrip(":")
-        loop = Loop(node.start_point[0] + 1, "for" if t == "for_statement" else "while", re.sub(r"\s+", " ", header)[:200], depth + 1)
+        loop = Loop(node.start_point[0] + 1, "for" if t == "for_statement" else "while",
+                    re.sub(r"\s+", " ", header)[:200], depth + 1)
         kernel.loops.append(loop)
         for child in node.children:
             if body is not None and _same(child, body):
@@ -251,7 +253,8 @@ def _py_params(fn) -> tuple[list[str], list[str]]:
     if plist is None:
         return params, constexprs
     for p in plist.named_children:
-        name_node = p if p.type == "identifier" else (p.child_by_field_name("name") or (p.named_children[0] if p.named_children else None))
+        name_node = p if p.type == "identifier" else (p.child_by_field_name("name")
+                                                      or (p.named_children[0] if p.named_children else None))
         if name_node is None or name_node.type != "identifier":
             continue
         name = _text(name_node)

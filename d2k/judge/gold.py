@@ -70,7 +70,8 @@ def load(root: Path, task_ids: list[str] | None = None, item_ids: dict[str, set[
         try:
             data = GoldFile.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
         except (tomllib.TOMLDecodeError, ValidationError) as exc:
-            problems.append(Problem(rel, "", str(exc).splitlines()[0] if isinstance(exc, tomllib.TOMLDecodeError) else str(exc).replace("\n", " ")[:300]))
+            problems.append(Problem(rel, "", str(exc).splitlines()[0] if isinstance(exc, tomllib.TOMLDecodeError)
+                                    else str(exc).replace("\n", " ")[:300]))
             continue
         present = []
         for solution in data.solutions:

@@ -72,7 +72,8 @@ def proposal_examples(bench: Benchmark) -> list[tuple[str, str, dspy.Example]]:
             for label in proposal.labels:
                 item = items[label.item]
                 inputs = {"task_description": task.description.strip(),
-                          "item": f"L{item.level} {item.id}: {item.title}\nGuidance: {item.guidance}\nCriterion: {item.criterion}",
+                          "item": f"L{item.level} {item.id}: {item.title}\nGuidance: {item.guidance}\n"
+                                  f"Criterion: {item.criterion}",
                           "design": text}
                 out.append((gold_set.task_id, proposal.name, dspy.Example(**inputs, verdict=label.verdict).with_inputs(*inputs)))
     return out

@@ -21,7 +21,8 @@ from test_corpus_cpu import SECRET, expectations
 
 HERE = Path(__file__).parent
 # D2K_CORPUS_ONLY=gpu runs the GPU-only attacks alone (a short device call)
-FILES = ([] if os.environ.get("D2K_CORPUS_ONLY") == "gpu" else sorted((HERE / "cpu").glob("*.py"))) + sorted((HERE / "gpu").glob("*.py"))
+FILES = (([] if os.environ.get("D2K_CORPUS_ONLY") == "gpu" else sorted((HERE / "cpu").glob("*.py")))
+         + sorted((HERE / "gpu").glob("*.py")))
 
 pytestmark = pytest.mark.gpu
 
