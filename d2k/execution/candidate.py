@@ -198,7 +198,7 @@ class Candidate:
     def time(self, cmd: dict, blobs: list) -> tuple[dict, list]:
         import torch
 
-        _CLONE = torch._C.TensorBase.clone  # an immutable type's method: no solution can replace it
+        c_clone = torch._C.TensorBase.clone  # an immutable type's method: no solution can replace it
 
         from d2k.execution.timing import CudaTimer, WallTimer
 
@@ -235,10 +235,10 @@ class Candidate:
             with torch._C.DisableTorchFunction():
                 copies = result
                 if type(result) is torch.Tensor:
-                    copies = _CLONE(result)
+                    copies = c_clone(result)
                 elif isinstance(result, (tuple, list)):
-                    copies = type(result)(_CLONE(r) if type(r) is torch.Tensor else r for r in result)
-                written = {name: _CLONE(sets[i][name]) for name in mutated}
+                    copies = type(result)(c_clone(r) if type(r) is torch.Tensor else r for r in result)
+                written = {name: c_clone(sets[i][name]) for name in mutated}
             self.reply({"op": "issued", "call": j})
             # on the GPU, wait hot: the next call must be issued as fast as the warm-up measured
             decision, _ = wire.recv(self.cmd_fd, 0, spin_s=0.0 if self.interpreter else wire.SPIN_S)
