@@ -65,6 +65,8 @@ SECTIONS = [
             plots.task_speedups),
     Section("workload_speed", "Speed per workload (GPU)", "No GPU evaluations in this store.", plots.sol_fractions),
     Section("correctness", "Correctness", "No evaluations in this store: run `d2k bench`."),
+    Section("trust", "What the trusted side could not vouch for",
+            "Nothing flagged: no kernel-less solution, rejected timing, late-issued calls or sandbox warning."),
     Section("implementation", "Design properties implemented by solutions",
             "No judged solutions: run `d2k judge --all`.", plots.implementation_heatmap),
     Section("unimplemented", "Design properties left out",

@@ -161,3 +161,30 @@ def test_design_graph_credits_each_item_over_the_judged_solutions(gpu_like_store
     assert all(r["decided"] == 2 and r["credit"] >= 0.5 for r in rows)
     assert {0.5, 0.75} <= {r["credit"] for r in rows}
     assert section.figure.startswith("<svg") and "rmsnorm" in section.figure
+
+
+def test_trust_section_lists_what_the_trusted_side_could_not_vouch_for(gpu_like_store, tmp_path):
+    path, solutions = gpu_like_store
+    copy = tmp_path / "t.duckdb"
+    copy.write_bytes(path.read_bytes())
+    store = Store(copy)
+    con = store.con
+    # honest rows: at most this machine's sandbox warnings
+    assert {r[0] for r in _sections_of(store)["trust"].rows} <= {"sandbox warning"}
+    con.execute("UPDATE evaluations SET kernel_less = true WHERE solution_id = ?", [solutions["reference"].solution_id])
+    con.execute("UPDATE evaluations SET status = 'timing_suspect', reason = 'per-call times add up to more' "
+                "WHERE solution_id = ?", [solutions["naive"].solution_id])
+    con.execute("""UPDATE evaluations SET flags = '{"host_late": {"calls": 3, "of": 300, "worst_us": 61.5}}'
+                   WHERE solution_id = ?""", [solutions["expert"].solution_id])
+    con.execute("""UPDATE runs SET sandbox = '{"variants": [{"warnings": ["no namespaces here"]}, {"warnings": []}]}'""")
+    rows = _sections_of(store)["trust"].rows
+    store.close()
+    kinds = {r[0] for r in rows}
+    assert kinds == {"kernel-less solution", "timing rejected", "calls issued late", "sandbox warning"}
+    late = next(r for r in rows if r[0] == "calls issued late")
+    assert late[3] == "expert" and late[6] == "3 of 300 timed calls (worst 61.5 µs of host time)"
+    assert any(r[0] == "sandbox warning" and r[6] == "no namespaces here" for r in rows)
+
+
+def _sections_of(store):
+    return {r.section.name: r for r in build(store, find_root())}

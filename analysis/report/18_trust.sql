@@ -1,0 +1,24 @@
+-- What the trusted side could not vouch for: evaluations of kernel-less solutions (no kernel of
+-- their own: library calls only), timings the trusted side rejected (timing_suspect), event windows
+-- with calls issued later than their hold (host_late), and runs whose sandbox lacked a layer
+-- (their warnings). SECURITY.md says what each means.
+SELECT kind, run_id, task_id, solution, workload_id, backend, detail FROM (
+    SELECT 1 AS k, 'kernel-less solution' AS kind, run_id, task_id, solution, workload_id, backend,
+           'no kernel of its own was launched' AS detail
+    FROM v_evaluations WHERE kernel_less
+    UNION ALL
+    SELECT 2, 'timing rejected', run_id, task_id, solution, workload_id, backend, left(reason, 200)
+    FROM v_evaluations WHERE status = 'timing_suspect'
+    UNION ALL
+    SELECT 3, 'calls issued late', run_id, task_id, solution, workload_id, backend,
+           (flags->'host_late'->>'calls') || ' of ' || (flags->'host_late'->>'of') || ' timed calls (worst '
+               || (flags->'host_late'->>'worst_us') || ' µs of host time)'
+    FROM v_evaluations WHERE (flags->'host_late') IS NOT NULL
+    UNION ALL
+    -- a run whose workers saw different layers stores them as variants
+    SELECT DISTINCT 4, 'sandbox warning', run_id, NULL, NULL, NULL, NULL, left(w, 200)
+    FROM (SELECT run_id, unnest(json_extract_string(sandbox, '$.warnings[*]')
+                                || json_extract_string(sandbox, '$.variants[*].warnings[*]')) AS w
+          FROM runs WHERE sandbox IS NOT NULL)
+)
+ORDER BY k, task_id, solution, workload_id, run_id;
