@@ -70,8 +70,6 @@ def test_demo_headline_counts_the_injected_harness_failure(demo, monkeypatch):
     assert rows[("(all models)", "guided")]["performance_score"] is None  # the interpreter measures no speed
 
 
-@pytest.mark.xfail(strict=False, reason="since the static judge judges only code reachable from run() (issue 18), the "
-                   "demo's unguided submissions come out 'neither designed nor built' on every item; not yet traced")
 def test_demo_unguided_builds_what_it_never_designed(demo, monkeypatch):
     out, _, _ = demo
     monkeypatch.setenv("D2K_DB", str(out / "demo.duckdb"))

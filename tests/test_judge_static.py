@@ -174,3 +174,19 @@ def test_judge_all_judges_every_stored_solution(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "judged 2 stored solution(s): 2 ok" in out.stdout
     assert d2k("judge").returncode == 2
+
+
+def test_a_hybrid_run_keeps_every_item_in_the_views(tmp_path):
+    """A hybrid run mixes verdicts the static judge kept (no model of their own) with the LLM's:
+    the views read one run per judge, so every verdict of the run is stored under its model."""
+    from d2k.judge.run import store_verdicts
+    from d2k.judge.static import Verdict
+    from d2k.store import Store
+
+    store = Store(tmp_path / "h.duckdb")
+    verdicts = [Verdict("L1.rsqrt_mul", 1, "implemented", "strong"),
+                Verdict("L3.pdl", 3, "missing", "llm", model="openai/m", prompt_hash="p")]
+    store_verdicts(store, verdicts, "rmsnorm", "hybrid", "1", solution_id="s1", run_model="openai/m")
+    _, rows = store.query("SELECT item_id, model, verdict FROM v_item_verdicts ORDER BY item_id")
+    store.close()
+    assert rows == [("L1.rsqrt_mul", "openai/m", "implemented"), ("L3.pdl", "openai/m", "missing")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from d2k.content import Benchmark
 from d2k.errors import D2KError
@@ -127,8 +127,15 @@ def cached_verdicts(store, solution_id, proposal_id, judge, version, model, prog
 
 
 def store_verdicts(store, verdicts: list[Verdict], task_id: str, judge: str, version: str,
-                   solution_id: str | None = None, proposal_id: str | None = None) -> None:
+                   solution_id: str | None = None, proposal_id: str | None = None, run_model: str | None = None) -> None:
+    """Replace this judge's stored verdicts on the solution (or proposal) with ``verdicts``.
+
+    Every verdict of one run carries the run's model (``run_model``), those a hybrid run kept from
+    the static judge included: the views take one judge's newest run by (version, model), and a
+    run split over two models lost the items of one of them."""
     key_col, key = ("solution_id", solution_id) if solution_id else ("proposal_id", proposal_id)
+    if run_model is not None:
+        verdicts = [replace(v, model=v.model or run_model) for v in verdicts]
     models = {v.model for v in verdicts}
     for model in models:
         store.con.execute(
@@ -143,7 +150,7 @@ def store_verdicts(store, verdicts: list[Verdict], task_id: str, judge: str, ver
 
 def store_judgement(store, judgement: Judgement) -> None:
     store_verdicts(store, judgement.verdicts, judgement.task_id, judgement.judge, judgement.judge_version,
-                   solution_id=judgement.solution_id)
+                   solution_id=judgement.solution_id, run_model=judgement.model)
     s = judgement.scores.as_dict() if judgement.scores else {}
     store.con.execute(
         "INSERT OR REPLACE INTO judge_scores VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
