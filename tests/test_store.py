@@ -171,3 +171,18 @@ def test_a_gpu_timing_under_another_flush_is_not_skipped(tmp_path, bench):
     store.con.execute("UPDATE evaluations SET median_ms = NULL")
     assert store.stored_workloads(expert.solution_id, env_id, "write") == all_ids
     store.close()
+
+
+def test_migration_7_gives_a_split_hybrid_run_its_model(tmp_path):
+    path = tmp_path / "h.duckdb"
+    store = Store(path)
+    insert = ("INSERT INTO verdicts (verdict_id, solution_id, task_id, item_id, judge, judge_version, model, verdict, "
+              "strength, created_at) VALUES (?, 's1', 'rmsnorm', ?, 'hybrid', '1', ?, ?, ?, now())")
+    store.con.execute(insert, ["a", "L1.rsqrt_mul", None, "implemented", "strong"])  # kept from the static judge
+    store.con.execute(insert, ["b", "L3.pdl", "openai/m", "missing", "llm"])
+    store.con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")  # as stores written before it
+    store.close()
+    store = Store(path)
+    _, rows = store.query("SELECT item_id, model FROM v_item_verdicts ORDER BY item_id")
+    store.close()
+    assert rows == [("L1.rsqrt_mul", "openai/m"), ("L3.pdl", "openai/m")]
