@@ -235,6 +235,11 @@ def gold_rows(bench: Benchmark, judge: str = "static", context: LLMContext | Non
     if not sets:
         where = f"{gold_mod.gold_dir(bench.root)}" + (" or judges/wild/<task>/labels.toml (the wild set is labelled blind; "
                                                       "see judges/wild/README.md)" if "wild" in parts else "")
+        if "wild" in parts and any((bench.root / "judges" / "wild").glob("*/labels.toml")):
+            # the labels are committed, the public kernels they label are not (their licences and the
+            # retrieval tool's terms keep copies out of git)
+            where += ("; the wild labels are here but none of the kernel files they label: rebuild them "
+                      "from each judges/wild/<task>/MANIFEST.md (repository, commit, paths, sha256)")
         raise D2KError(f"no labelled solution of part {'/'.join(parts)} found under {where}")
     rows, judgements = [], []
     for part, gold_set in sets:
