@@ -239,7 +239,7 @@ def gold_rows(bench: Benchmark, judge: str = "static", context: LLMContext | Non
             # the labels are committed, the public kernels they label are not (their licences and the
             # retrieval tool's terms keep copies out of git)
             where += ("; the wild labels are here but none of the kernel files they label: rebuild them "
-                      "from each judges/wild/<task>/MANIFEST.md (repository, commit, paths, sha256)")
+                      "with `python -m d2k.judge.wild` (from each judges/wild/<task>/MANIFEST.md)")
         raise D2KError(f"no labelled solution of part {'/'.join(parts)} found under {where}")
     rows, judgements = [], []
     for part, gold_set in sets:
