@@ -39,6 +39,10 @@ KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET"
             "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH")
 INSIDE = "/tmp/d2k-candidate"   # the candidate's private folder, as it sees it
 
+# the namespaces every candidate gets (a private /proc too: CUDA does not initialise in a pid
+# namespace that still sees the parent's /proc)
+UNSHARE_FLAGS = ("--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private")
+
 _namespaces_ok: bool | None = None
 
 
@@ -66,8 +70,7 @@ def namespaces_available() -> bool:
         ok = False
         if exe:
             try:
-                ok = subprocess.run([exe, "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
-                                     "--propagation", "private", "true"],
+                ok = subprocess.run([exe, *UNSHARE_FLAGS, "true"],
                                     capture_output=True, timeout=20).returncode == 0
             except (OSError, subprocess.SubprocessError):
                 ok = False
@@ -124,18 +127,7 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
         env.setdefault("OMP_NUM_THREADS", "1")
     else:
         env.pop("TRITON_INTERPRET", None)
-    config = {
-        "namespaces": namespaces, "drop_user": drop_user, "drop_caps": drop_caps, "private_dir": str(private_dir),
-        "inside": INSIDE,
-        "hide": [str(p) for p in hide if p.exists()], "read_only": [str(p) for p in read_only if p.exists()],
-        "cache_dir": str(cache_dir) if cache_dir else None,
-        "limits": limits, "backend": backend,
-    }
-    prefix = []
-    if namespaces:
-        prefix = [shutil.which("unshare"), "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
-                  "--propagation", "private"]
-    prefix += [sys.executable, "-m", "d2k.execution.sandbox", json.dumps(config), "--"]
+    prefix = _init_command(private_dir, hide, read_only, backend, limits, namespaces, drop_user, drop_caps, cache_dir)
     if cache_dir is not None and not namespaces:
         env["TRITON_CACHE_DIR"] = str(cache_dir)
     if drop_user:
@@ -150,22 +142,32 @@ _CUDA_CHECK = ("import ctypes, sys\n"
 _cuda_allowed: dict[tuple[bool, bool], bool] = {}
 
 
+def _init_command(private_dir: Path, hide: list[Path], read_only: list[Path], backend: str, limits: dict,
+                  namespaces: bool, drop_user: bool, drop_caps: bool, cache_dir: Path | None) -> list[str]:
+    """The command prefix that enters the namespaces (if any) and runs this module's init step."""
+    config = {
+        "namespaces": namespaces, "drop_user": drop_user, "drop_caps": drop_caps, "private_dir": str(private_dir),
+        "inside": INSIDE,
+        "hide": [str(p) for p in hide if p.exists()], "read_only": [str(p) for p in read_only if p.exists()],
+        "cache_dir": str(cache_dir) if cache_dir else None,
+        "limits": limits, "backend": backend,
+    }
+    prefix = [shutil.which("unshare"), *UNSHARE_FLAGS] if namespaces else []
+    return [*prefix, sys.executable, "-m", "d2k.execution.sandbox", json.dumps(config), "--"]
+
+
 def _cuda_initialises(private_dir: Path, hide: list[Path], read_only: list[Path], namespaces: bool, drop_user: bool) -> bool:
     """Does the driver initialise (cuInit, a device counted) inside these layers? Cached per process."""
     key = (namespaces, drop_user)
     if key not in _cuda_allowed:
-        config = {"namespaces": namespaces, "drop_user": drop_user, "drop_caps": shutil.which("setpriv") is not None,
-                  "private_dir": str(private_dir), "inside": INSIDE, "cache_dir": None, "limits": {}, "backend": "cuda",
-                  "hide": [str(p) for p in hide if p.exists()], "read_only": [str(p) for p in read_only if p.exists()]}
-        prefix = [shutil.which("unshare"), "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
-                  "--propagation", "private"] if namespaces else []
+        prefix = _init_command(private_dir, hide, read_only, "cuda", {}, namespaces, drop_user,
+                               shutil.which("setpriv") is not None, None)
         if drop_user:
             os.chown(private_dir, NOBODY, NOBODY)
         env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
         env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
         try:
-            ok = subprocess.run([*prefix, sys.executable, "-m", "d2k.execution.sandbox", json.dumps(config), "--",
-                                 sys.executable, "-c", _CUDA_CHECK], capture_output=True, timeout=60, env=env,
+            ok = subprocess.run([*prefix, sys.executable, "-c", _CUDA_CHECK], capture_output=True, timeout=60, env=env,
                                 cwd=str(private_dir)).returncode == 0
         except (OSError, subprocess.SubprocessError):
             ok = False
