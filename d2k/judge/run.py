@@ -233,13 +233,16 @@ def gold_rows(bench: Benchmark, judge: str = "static", context: LLMContext | Non
     predicted verdicts, the part and the verdict's strength."""
     sets = gold_sets(bench, parts)
     if not sets:
-        where = f"{gold_mod.gold_dir(bench.root)}" + (" or judges/wild/<task>/labels.toml (the wild set is labelled blind; "
-                                                      "see judges/wild/README.md)" if "wild" in parts else "")
-        if "wild" in parts and any((bench.root / "judges" / "wild").glob("*/labels.toml")):
+        from d2k.judge import splits as splits_mod
+
+        wild = splits_mod.load(bench.root).wild_folder
+        where = f"{gold_mod.gold_dir(bench.root)}" + (f" or {wild}/<task>/labels.toml (the wild set is labelled blind; "
+                                                      f"see {wild}/README.md)" if "wild" in parts else "")
+        if "wild" in parts and any((bench.root / wild).glob("*/labels.toml")):
             # the labels are committed, the public kernels they label are not (their licences and the
             # retrieval tool's terms keep copies out of git)
             where += ("; the wild labels are here but none of the kernel files they label: rebuild them "
-                      "with `python -m d2k.judge.wild` (from each judges/wild/<task>/MANIFEST.md)")
+                      f"with `python -m d2k.judge.wild` (from each {wild}/<task>/MANIFEST.md)")
         raise D2KError(f"no labelled solution of part {'/'.join(parts)} found under {where}")
     rows, judgements = [], []
     for part, gold_set in sets:
