@@ -43,6 +43,14 @@ def gpu_like_store(tmp_path_factory):
     return path, solutions
 
 
+def _scratch_copy(gpu_like_store, tmp_path):
+    """A private copy of the module's store (path, open store, solutions) for a test that edits it."""
+    path, solutions = gpu_like_store
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(path.read_bytes())
+    return copy, Store(copy), solutions
+
+
 def _sections(path):
     store = Store(path)
     try:
@@ -113,10 +121,7 @@ def test_report_files_match_the_page(gpu_like_store, tmp_path):
 
 
 def test_performance_score_counts_an_incorrect_task_as_zero(gpu_like_store, tmp_path):
-    path, solutions = gpu_like_store
-    copy = tmp_path / "p.duckdb"
-    copy.write_bytes(path.read_bytes())
-    store = Store(copy)
+    copy, store, solutions = _scratch_copy(gpu_like_store, tmp_path)
     con = store.con
     con.execute("INSERT INTO experiments VALUES ('x1', 'exp', '{}', 'spec.toml', ?)", [dt.datetime(2026, 1, 1)])
     for attempt, condition, name in (("a1", "guided", "expert"), ("a2", "unguided", "naive")):
@@ -164,27 +169,22 @@ def test_design_graph_credits_each_item_over_the_judged_solutions(gpu_like_store
 
 
 def test_trust_section_lists_what_the_trusted_side_could_not_vouch_for(gpu_like_store, tmp_path):
-    path, solutions = gpu_like_store
-    copy = tmp_path / "t.duckdb"
-    copy.write_bytes(path.read_bytes())
+    copy, store, solutions = _scratch_copy(gpu_like_store, tmp_path)
+    store.close()
+    # honest rows: at most this machine's sandbox warnings
+    assert {r[0] for r in _sections(copy)["trust"].rows} <= {"sandbox warning"}
     store = Store(copy)
     con = store.con
-    # honest rows: at most this machine's sandbox warnings
-    assert {r[0] for r in _sections_of(store)["trust"].rows} <= {"sandbox warning"}
     con.execute("UPDATE evaluations SET kernel_less = true WHERE solution_id = ?", [solutions["reference"].solution_id])
     con.execute("UPDATE evaluations SET status = 'timing_suspect', reason = 'per-call times add up to more' "
                 "WHERE solution_id = ?", [solutions["naive"].solution_id])
     con.execute("""UPDATE evaluations SET flags = '{"host_late": {"calls": 3, "of": 300, "worst_us": 61.5}}'
                    WHERE solution_id = ?""", [solutions["expert"].solution_id])
     con.execute("""UPDATE runs SET sandbox = '{"variants": [{"warnings": ["no namespaces here"]}, {"warnings": []}]}'""")
-    rows = _sections_of(store)["trust"].rows
     store.close()
+    rows = _sections(copy)["trust"].rows
     kinds = {r[0] for r in rows}
     assert kinds == {"kernel-less solution", "timing rejected", "calls issued late", "sandbox warning"}
     late = next(r for r in rows if r[0] == "calls issued late")
     assert late[3] == "expert" and late[6] == "3 of 300 timed calls (worst 61.5 µs of host time)"
     assert any(r[0] == "sandbox warning" and r[6] == "no namespaces here" for r in rows)
-
-
-def _sections_of(store):
-    return {r.section.name: r for r in build(store, find_root())}
