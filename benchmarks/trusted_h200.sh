@@ -25,23 +25,23 @@ r = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-
 print(r.stdout.strip(), r.stderr.strip()[-300:])
 PY
 # Ordered by what matters most: whatever finishes inside the call's 600 s comes back.
-# 1. the corpus on the GPU
-D2K_CORPUS_ONLY=${CORPUS_ONLY:-} D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout $(budget ${CORPUS_SECONDS:-300}) python3 -m pytest -q -m gpu tests/adversarial/test_corpus_gpu.py -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/corpus_gpu.log"
-# 3. overhead of the boundary: old in-process worker vs new, same tasks, events timing, write flush
+# 1. overhead of the boundary: old in-process worker vs new, same tasks, events timing, write flush
 for impl in old new; do
   dir=$PWD; [[ $impl == old ]] && dir=$PWD/old
   start=$(date +%s%N)
   (cd "$dir" && D2K_DB=/tmp/ovh_$impl.duckdb D2K_WORKDIR=/tmp/ovh_$impl PYTHONPATH=$dir timeout $(budget 60) python3 -m d2k bench --tasks rmsnorm,silu_and_mul --solution expert > "$OUT/overhead_$impl.log" 2>&1)
   echo "$impl wall $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$OUT/overhead.log"
-  (cd "$dir" && D2K_DB=/tmp/ovh_$impl.duckdb PYTHONPATH=$dir python3 -m d2k sql "SELECT workload_id, median_ms, iqr_ms, n_samples, seconds FROM evaluations ORDER BY workload_id" --format json > "$OUT/overhead_$impl.json")
+  (cd "$dir" && D2K_DB=/tmp/ovh_$impl.duckdb PYTHONPATH=$dir python3 -m d2k sql "SELECT workload_id, median_ms, iqr_ms, n_samples, seconds$([[ $impl == new ]] && echo ', flags')  FROM evaluations ORDER BY workload_id" --format json > "$OUT/overhead_$impl.json")
 done
-# 2. timing v2 agreement: graph replay (independent) then d2k in span mode, five processes
+# 2. the corpus on the GPU
+[[ -n ${SKIP_CORPUS:-} ]] || D2K_CORPUS_ONLY=${CORPUS_ONLY:-} D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout $(budget ${CORPUS_SECONDS:-300}) python3 -m pytest -q -m gpu tests/adversarial/test_corpus_gpu.py -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/corpus_gpu.log"
+# 3. timing v2 agreement: graph replay (independent) then d2k in span mode, five processes
 CASES=""
 for t in rmsnorm silu_and_mul softmax_vocab moe_grouped_topk_routing top_k_top_p_sampling; do
   for w in $(python3 -c "import json;[print(json.loads(l)['id']) for l in open('workloads/$t.jsonl') if json.loads(l)['tag']=='bench']"); do CASES="$CASES $t:$w"; done
 done
 [[ -n ${SKIP_REPLAY:-} ]] || timeout $(budget 80) python3 benchmarks/graph_replay_timing.py $CASES > "$OUT/graph_replay.jsonl" 2> "$OUT/graph_replay.err"
-for i in $(seq 1 ${SPAN_RUNS:-2}); do
+for i in $(seq 1 ${SPAN_RUNS:-2}); do  # SPAN_RUNS=0 skips
   D2K_TIMING='{"device_span": true, "flush_mode": "read"}' timeout $(budget ${SPAN_SECONDS:-50}) python3 -m d2k bench \
     --tasks rmsnorm,silu_and_mul,softmax_vocab,moe_grouped_topk_routing,top_k_top_p_sampling --solution expert --force > "$OUT/span_$i.log" 2>&1
 done
