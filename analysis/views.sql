@@ -88,7 +88,7 @@ SELECT workload_id, env_id, median_ms FROM (
            arg_max(e.status, recency(e.created_at, e.eval_id)) AS status
     FROM evaluations e
     SEMI JOIN solutions r ON r.solution_id = e.solution_id AND r.label = 'reference'
-    WHERE e.backend = 'cuda'
+    WHERE e.backend = 'cuda' AND e.flags->>'$.gpu_shared_by' IS NULL
     GROUP BY e.workload_id, e.env_id)
 WHERE status = 'passed';
 
@@ -99,9 +99,12 @@ CREATE OR REPLACE VIEW v_workload_speedup AS
 SELECT
     e.task_id, e.workload_id, e.tag, e.solution, e.solution_id, e.env_id, e.gpu_name, e.status,
     e.median_ms, e.iqr_ms, r.median_ms AS reference_ms,
-    CASE WHEN e.status = 'passed' AND r.median_ms > 0 AND e.median_ms > 0 THEN r.median_ms / e.median_ms END AS speedup,
+    -- a time taken while other solutions shared the GPU (D2K_GPU_SHARE) is no kernel speed
+    CASE WHEN e.status = 'passed' AND r.median_ms > 0 AND e.median_ms > 0 AND e.flags->>'$.gpu_shared_by' IS NULL
+         THEN r.median_ms / e.median_ms END AS speedup,
     e.sol_ms,
-    CASE WHEN e.status = 'passed' AND e.median_ms > 0 THEN e.sol_ms / e.median_ms END AS sol_fraction,
+    CASE WHEN e.status = 'passed' AND e.median_ms > 0 AND e.flags->>'$.gpu_shared_by' IS NULL
+         THEN e.sol_ms / e.median_ms END AS sol_fraction,
     e.achieved_bytes_per_s, e.achieved_flops_per_s, e.created_at
 FROM v_evaluations e
 LEFT JOIN v_reference_times r ON r.workload_id = e.workload_id AND r.env_id = e.env_id

@@ -34,7 +34,7 @@ for impl in old new; do
   (cd "$dir" && D2K_DB=/tmp/ovh_$impl.duckdb PYTHONPATH=$dir python3 -m d2k sql "SELECT workload_id, median_ms, iqr_ms, n_samples, seconds$([[ $impl == new ]] && echo ', flags')  FROM evaluations ORDER BY workload_id" --format json > "$OUT/overhead_$impl.json")
 done
 # 2. the corpus on the GPU
-[[ -n ${SKIP_CORPUS:-} ]] || D2K_CORPUS_ONLY=${CORPUS_ONLY:-} D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout $(budget ${CORPUS_SECONDS:-300}) python3 -m pytest -q -m gpu tests/adversarial/test_corpus_gpu.py -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/corpus_gpu.log"
+[[ -n ${SKIP_CORPUS:-} ]] || D2K_GPU_SHARE=${CORPUS_SHARE:-4} D2K_CORPUS_ONLY=${CORPUS_ONLY:-} D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout $(budget ${CORPUS_SECONDS:-300}) python3 -m pytest -q -m gpu tests/adversarial/test_corpus_gpu.py -p no:cacheprovider 2>&1 | tail -25 | tee "$OUT/corpus_gpu.log"
 # 3. timing v2 agreement: graph replay (independent) then d2k in span mode, five processes
 CASES=""
 for t in rmsnorm silu_and_mul softmax_vocab moe_grouped_topk_routing top_k_top_p_sampling; do

@@ -100,8 +100,21 @@ def parallel_workers(backend: str, jobs: int) -> int:
     else:
         wanted = min(4, os.cpu_count() or 1)
     if backend == "cuda":
-        wanted = min(wanted, len(visible_devices()))
+        wanted = min(wanted, len(visible_devices()) * gpu_share())
     return max(1, min(wanted, jobs or 1))
+
+
+def gpu_share() -> int:
+    """Solutions per GPU at once: 1, unless ``$D2K_GPU_SHARE`` says more. Sharing is for runs whose
+    statuses matter and whose times do not (the reward-hack corpus): contended timings are flagged."""
+    raw = os.environ.get("D2K_GPU_SHARE", "1")
+    try:
+        share = int(raw)
+    except ValueError:
+        raise D2KError(f"D2K_GPU_SHARE must be a whole number, not {raw!r}") from None
+    if share < 1:
+        raise D2KError("D2K_GPU_SHARE must be at least 1")
+    return share
 
 
 # A reported time under this share of the speed-of-light time (1.4x the calibrated peaks) is not
@@ -175,6 +188,12 @@ def run_sweep(
                 for warning in summary["warnings"]:
                     progress.warn(f"sandbox: {warning}")
 
+    share = gpu_share() if backend == "cuda" else 1
+    if share > 1:
+        log.write("warning", {"gpu_shared_by": share})
+        if progress and hasattr(progress, "warn"):
+            progress.warn(f"D2K_GPU_SHARE={share}: {share} solutions share each GPU; their times are contended "
+                          "(flagged gpu_shared_by) and are not kernel speed")
     lock = threading.Lock()        # the store, the log and the progress are written from several threads
     cancel = threading.Event()
     slots: queue.Queue = queue.Queue()
@@ -187,7 +206,8 @@ def run_sweep(
             job_dir = run_dir / f"{solution.task_id}-{solution.label.replace('/', '_')[-40:]}-{solution.solution_id[:10]}"
             job = evaluation_job(bench, solution, workloads, backend, events_path="", timing=timing, time=timed)
             if backend == "cuda":
-                job["env"] = {"CUDA_VISIBLE_DEVICES": visible_devices()[slot]}  # one solution per GPU at a time
+                devices = visible_devices()  # one solution per GPU at a time, unless shared on purpose
+                job["env"] = {"CUDA_VISIBLE_DEVICES": devices[slot % len(devices)]}
             if store.path != ":memory:":
                 store_path = Path(store.path).resolve()
                 job["sandbox"]["hide"] += [str(store_path), str(store_path) + ".wal"]
@@ -198,11 +218,15 @@ def run_sweep(
                 with lock:
                     if backend == "cuda":
                         below_speed_of_light(store, record)
+                        if share > 1:
+                            record["flags"] = {**(record.get("flags") or {}), "gpu_shared_by": share}
                     log.write("evaluation", record)
                     store.add_evaluation(record)
                     result.records.append(record)
                     if progress:
                         progress.advance()
+                        if hasattr(progress, "record"):
+                            progress.record(record)  # e.g. a table written as records arrive
 
             def on_start(workload_id: str) -> None:
                 if progress:

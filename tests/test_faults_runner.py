@@ -158,3 +158,38 @@ def test_a_full_disk_stops_the_run_with_one_line_and_the_rerun_completes(tmp_pat
     evals, runs = _rows(db)
     assert len(evals) == 4 and all(n == 1 for *_, n in evals)
     assert [status for _, status in runs] == ["failed", "finished"], runs
+
+
+def test_solutions_share_a_gpu_only_when_asked_and_a_bad_share_is_refused(monkeypatch):
+    from d2k.sweep import parallel_workers
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.delenv("D2K_WORKERS", raising=False)
+    monkeypatch.delenv("D2K_GPU_SHARE", raising=False)
+    assert parallel_workers("cuda", 10) == 1           # timings never share a device by default
+    monkeypatch.setenv("D2K_WORKERS", "8")
+    assert parallel_workers("cuda", 10) == 1           # more workers than GPUs is not enough
+    monkeypatch.setenv("D2K_GPU_SHARE", "4")
+    assert parallel_workers("cuda", 10) == 4
+    assert parallel_workers("cuda", 2) == 2            # never more than there are solutions
+    monkeypatch.setenv("D2K_GPU_SHARE", "many")
+    with pytest.raises(D2KError, match="D2K_GPU_SHARE must be a whole number"):
+        parallel_workers("cuda", 10)
+
+
+def test_a_shared_gpu_time_gives_no_speedup(tmp_path):
+    """Times taken while solutions shared the GPU are stored (flagged) but never become a speedup."""
+    store = Store(tmp_path / "s.duckdb")
+    store.sync_content(Benchmark.load(only=["rmsnorm"]))
+    store.con.execute("INSERT INTO environments (env_id) VALUES ('gpu')")
+    for sid, label in (("ref", "reference"), ("cand", "expert")):
+        store.con.execute("INSERT INTO solutions (solution_id, task_id, label) VALUES (?, 'rmsnorm', ?)", [sid, label])
+    workload = store.con.execute("SELECT workload_id FROM workloads WHERE task_id = 'rmsnorm' LIMIT 1").fetchone()[0]
+    for i, (sid, ms, flags) in enumerate((("ref", 2.0, None), ("cand", 1.0, '{"gpu_shared_by": 4}'))):
+        store.con.execute("INSERT INTO evaluations (eval_id, run_id, solution_id, task_id, workload_id, env_id, backend, "
+                          "status, median_ms, flags, created_at) VALUES (?, 'r', ?, 'rmsnorm', ?, 'gpu', 'cuda', 'passed', "
+                          "?, ?, now())", [f"e{i}", sid, workload, ms, flags])
+    row = store.con.execute("SELECT speedup, sol_fraction FROM v_workload_speedup WHERE solution = 'expert'").fetchone()
+    assert row == (None, None)
+    store.con.execute("UPDATE evaluations SET flags = NULL")
+    assert store.con.execute("SELECT speedup FROM v_workload_speedup WHERE solution = 'expert'").fetchone()[0] == 2.0

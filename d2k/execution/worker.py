@@ -121,6 +121,7 @@ class CandidateProcess:
         from d2k.execution import sandbox, wire
 
         self.wire = wire
+        self.wire_s = 0.0  # seconds spent in writes to the candidate (see Evaluator.evaluate)
         solution = job["solution"]
         self.private = job_dir / f"candidate-{index}"
         shutil.rmtree(self.private, ignore_errors=True)
@@ -173,10 +174,13 @@ class CandidateProcess:
         return CandidateFailed("crashed", f"the candidate process {how}" + (f" ({last})" if last else ""))
 
     def send(self, header: dict, blobs=None) -> None:
+        started = time.perf_counter()
         try:
             self.wire.send(self.cmd_w, header, blobs)
         except (BrokenPipeError, OSError):
             raise self.died() from None
+        finally:
+            self.wire_s += time.perf_counter() - started
 
     def receive(self, limit: int | None = None, spin_s: float = 0.0) -> tuple[dict, list]:
         try:
@@ -424,10 +428,20 @@ class Checker:
     def evaluate(self, workload: dict) -> dict:
         record = {"workload": workload["id"], "status": "passed", "reason": None}
         self.triton_launches = 0
+        # where an evaluation's wall time goes: checking, timing, and of each the seconds spent writing
+        # to the candidate's pipe (inputs and decisions; a write blocks until the candidate reads)
+        self.candidate.wire_s = 0.0
+        started = time.perf_counter()
         if self.job.get("check", True) and not self.is_reference:
             record["correctness"] = self.check(workload)
+        checked = time.perf_counter()
+        wire_check = self.candidate.wire_s
         if self.job.get("time", True):
             record["timing"] = self.time(workload)
+            record["timing"]["phases_s"] = {
+                "check": round(checked - started, 4), "check_sends": round(wire_check, 4),
+                "time": round(time.perf_counter() - checked, 4),
+                "time_sends": round(self.candidate.wire_s - wire_check, 4)}
         record["own_kernels"] = self.own_kernels(record.get("timing") or {})
         return record
 

@@ -37,18 +37,35 @@ def gpu_records(tmp_path_factory):
     bench = Benchmark.load(only=["rmsnorm"])
     workload = [w for w in bench.select_workloads("rmsnorm", "smoke") if w.axes["H"] == 256]
     plans = [Plan(resolve(bench, "rmsnorm", str(p)), workload) for p in FILES]
-    store = Store(tmp / "corpus.duckdb")
-    result = run_sweep(bench, store, plans, "cuda", "test", {}, limits=Limits(per_workload_s=120))
-    store.close()
     by_name = {Path(p.solution.path).parent.name + "/" + Path(p.solution.path).name: p.solution.solution_id for p in plans}
-    records = {name: next(r for r in result.records if r["solution_id"] == sid) for name, sid in by_name.items()}
-    table = os.environ.get("D2K_CORPUS_TABLE")
-    if table:
-        with open(table, "w") as fh:
-            for name, r in sorted(records.items()):
-                fh.write(json.dumps({"file": name, "status": r["status"], "reason": (r["reason"] or "")[:200],
-                                     "kernel_less": r.get("kernel_less"), "timing_method": r.get("timing_method")}) + "\n")
-    return records
+    store = Store(tmp / "corpus.duckdb")
+    # statuses, not speed: D2K_GPU_SHARE (set by benchmarks/trusted_h200.sh) runs several at once
+    result = run_sweep(bench, store, plans, "cuda", "test", {}, limits=Limits(per_workload_s=120),
+                       progress=TableWriter(os.environ.get("D2K_CORPUS_TABLE"), by_name))
+    store.close()
+    return {name: next(r for r in result.records if r["solution_id"] == sid) for name, sid in by_name.items()}
+
+
+class TableWriter:
+    """Appends each file's status to ``D2K_CORPUS_TABLE`` as it is stored, so a device call cut short
+    still brings back the part that ran."""
+
+    def __init__(self, path: str | None, by_name: dict):
+        self.path = path
+        self.name_of = {sid: name for name, sid in by_name.items()}
+        if path:
+            open(path, "w").close()
+
+    def start(self, total): pass
+    def workload(self, label): pass
+    def advance(self): pass
+
+    def record(self, r: dict) -> None:
+        if self.path:
+            with open(self.path, "a") as fh:
+                fh.write(json.dumps({"file": self.name_of.get(r["solution_id"]), "status": r["status"],
+                                     "reason": (r["reason"] or "")[:200], "kernel_less": r.get("kernel_less"),
+                                     "timing_method": r.get("timing_method"), "seconds": r.get("seconds")}) + "\n")
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}-{p.stem}" for p in FILES])
