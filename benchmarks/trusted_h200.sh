@@ -26,7 +26,7 @@ print(r.stdout.strip(), r.stderr.strip()[-300:])
 PY
 # Ordered by what matters most: whatever finishes inside the call's 600 s comes back.
 # 1. overhead of the boundary: old in-process worker vs new, same tasks, events timing, write flush
-for impl in old new; do
+for impl in ${OVERHEAD_IMPLS-old new}; do  # OVERHEAD_IMPLS= skips this stage
   dir=$PWD; [[ $impl == old ]] && dir=$PWD/old
   start=$(date +%s%N)
   (cd "$dir" && D2K_DB=/tmp/ovh_$impl.duckdb D2K_WORKDIR=/tmp/ovh_$impl PYTHONPATH=$dir timeout $(budget 60) python3 -m d2k bench --tasks rmsnorm,silu_and_mul --solution expert > "$OUT/overhead_$impl.log" 2>&1)
