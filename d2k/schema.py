@@ -265,6 +265,16 @@ class DesignItem(Strict):
             return False
         return bool(re.search(r"(?i)\bpartial(\s+credit)?\s*:", self.criterion))
 
+    def describe(self) -> str:
+        """The item as a judge (LLM or human labeller) reads it: title, guidance, criterion, and
+        what counts as partial, or that there is no partial."""
+        text = f"L{self.level} {self.id}: {self.title}\nGuidance: {self.guidance}\nCriterion: {self.criterion}"
+        if self.partial_when.strip():
+            return text + f"\nPartial when: {self.partial_when.strip()}"
+        if not self.partial_defined:
+            return text + "\nBinary: implemented or missing, never partial."
+        return text  # the criterion's own "Partial: ..." sentence says it
+
     @model_validator(mode="after")
     def _level_matches_id(self):
         match = ITEM_PATTERN.match(self.id)

@@ -56,10 +56,6 @@ def excerpt(facts: SolutionFacts, static_verdict: Verdict) -> str:
     return numbered(lines, ranges)
 
 
-def describe_item(item: DesignItem) -> str:
-    return f"L{item.level} {item.id}: {item.title}\nGuidance: {item.guidance}\nCriterion: {item.criterion}"
-
-
 def describe_static(v: Verdict) -> str:
     if v.verdict == "undetermined":
         return f"undetermined ({v.reason})"
@@ -103,7 +99,7 @@ def judge_code(task: Task, items: list[DesignItem], facts: SolutionFacts, static
             prereq = "; ".join(f"{d}: {final[d].verdict}" for d in item.depends_on if d in final) or "none"
             calls.append(llm.Call(item_id, {
                 "task_description": task.description.strip(),
-                "item": describe_item(item),
+                "item": item.describe(),
                 "prerequisites": prereq,
                 "static_verdict": describe_static(sv),
                 "code": excerpt(facts, sv),

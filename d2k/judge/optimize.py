@@ -51,7 +51,7 @@ def implementation_examples(bench: Benchmark) -> list[tuple[str, str, dspy.Examp
             for label in solution.labels:
                 item = items[label.item]
                 inputs = {
-                    "task_description": task.description.strip(), "item": code_judge.describe_item(item),
+                    "task_description": task.description.strip(), "item": item.describe(),
                     "prerequisites": "; ".join(f"{d}: {labels.get(d, 'unknown')}" for d in item.depends_on) or "none",
                     "static_verdict": code_judge.describe_static(verdicts[item.id]),
                     "code": code_judge.excerpt(facts, verdicts[item.id]),
@@ -72,8 +72,7 @@ def proposal_examples(bench: Benchmark) -> list[tuple[str, str, dspy.Example]]:
             for label in proposal.labels:
                 item = items[label.item]
                 inputs = {"task_description": task.description.strip(),
-                          "item": f"L{item.level} {item.id}: {item.title}\nGuidance: {item.guidance}\n"
-                                  f"Criterion: {item.criterion}",
+                          "item": item.describe(),
                           "design": text}
                 out.append((gold_set.task_id, proposal.name, dspy.Example(**inputs, verdict=label.verdict).with_inputs(*inputs)))
     return out

@@ -29,7 +29,7 @@ def judge_proposal(task: Task, items: list[DesignItem], text: str, runner: llm.R
     calls = [
         llm.Call(item.id, {
             "task_description": task.description.strip(),
-            "item": f"L{item.level} {item.id}: {item.title}\nGuidance: {item.guidance}\nCriterion: {item.criterion}",
+            "item": item.describe(),
             "design": design,
         })
         for item in items if item.id not in final
