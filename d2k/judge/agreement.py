@@ -72,29 +72,40 @@ def by_scope(rows: list[Row]) -> list[dict]:
 
 def bootstrap(rows: list[Row], n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
     """Percentile intervals of kappa, F1 and accuracy over ``n_boot`` resamples of the solutions
-    (the unit that was labelled: one solution's items are resampled together)."""
-    import random
+    (the unit that was labelled: one solution's items are resampled together).
 
-    by_solution: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    A resample's metrics depend only on its summed confusion matrix, so each solution's 3x3 matrix
+    is counted once and every resample is a weighted sum of them (the same figures as ``metrics``
+    on the drawn rows, computed for all resamples at once)."""
+    import numpy as np
+
+    index = {label: i for i, label in enumerate(LABELS)}
+    by_solution: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(9))
     for r in rows:
-        by_solution[(r.task_id, r.solution)].append(r)
+        matrix = by_solution[(r.task_id, r.solution)]
+        if r.predicted in index and r.gold in index:
+            matrix[index[r.gold] * 3 + index[r.predicted]] += 1
     keys = sorted(by_solution)
     out = {k: None for k in ("kappa", "f1", "accuracy")}
     if not keys or n_boot <= 0:
         return out
-    rng = random.Random(seed)
-    samples: dict[str, list[float]] = defaultdict(list)
-    for _ in range(n_boot):
-        drawn = [r for _ in keys for r in by_solution[keys[rng.randrange(len(keys))]]]
-        m = metrics(drawn)
-        for k in out:
-            if m[k] is not None:
-                samples[k].append(m[k])
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(keys), size=(n_boot, len(keys)))
+    weights = np.stack([np.bincount(d, minlength=len(keys)) for d in draws])
+    cm = (weights @ np.stack([by_solution[k] for k in keys])).reshape(n_boot, 3, 3)  # [boot, gold, predicted]
+    n = cm.sum(axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        observed = np.trace(cm, axis1=1, axis2=2) / n
+        expected = (cm.sum(axis=2) * cm.sum(axis=1)).sum(axis=1) / n**2
+        labels_used = ((cm.sum(axis=2) + cm.sum(axis=1)) > 0).sum(axis=1)
+        kappa = np.where(labels_used > 1, (observed - expected) / (1 - expected), np.nan)
+        tp, fp, fn = cm[:, :2, :2].sum(axis=(1, 2)), cm[:, 2, :2].sum(axis=1), cm[:, :2, 2].sum(axis=1)
+        f1 = np.where(tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), np.nan)
     lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
-    for k, values in samples.items():
-        values.sort()
-        if values:
-            out[k] = (values[int(lo_q * (len(values) - 1))], values[int(round(hi_q * (len(values) - 1)))])
+    for name, values in (("kappa", kappa), ("f1", f1), ("accuracy", np.where(n > 0, observed, np.nan))):
+        values = np.sort(values[np.isfinite(values)])
+        if len(values):
+            out[name] = (float(values[int(lo_q * (len(values) - 1))]), float(values[int(round(hi_q * (len(values) - 1)))]))
     return out
 
 
