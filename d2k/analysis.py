@@ -372,28 +372,13 @@ def current_views_version(store) -> str | None:
     return rows[0][0] if rows else None
 
 
-def store_results(store, table: str, columns: tuple, rows: list[tuple]) -> None:
-    """Replace the table's rows with ``rows`` (one transaction)."""
-    con = store.con
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute(f"DELETE FROM {table}")
-        if rows:
-            placeholders = ",".join("?" * len(columns))
-            con.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})", [list(r) for r in rows])
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-
-
 def analyze(store, n_boot: int = 2000, seed: int = 0, judge: str = "static") -> dict:
     """Compute and store the bootstrap, the paired tests and the attribution; returns row counts."""
     version = current_views_version(store)
     cols, rows = bootstrap(store, n_boot=n_boot, seed=seed, views_version=version)
-    store_results(store, "analysis_bootstrap", cols, rows)
+    store.replace_analysis_table("analysis_bootstrap", cols, rows)
     acols, arows = attribution(store, judge=judge, n_boot=max(100, n_boot // 10), seed=seed, views_version=version)
-    store_results(store, "analysis_attribution", acols, arows)
+    store.replace_analysis_table("analysis_attribution", acols, arows)
     return {"bootstrap": len(rows), "attribution": len(arows), "views_version": version}
 
 

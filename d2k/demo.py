@@ -228,8 +228,7 @@ def build(out: Path, db: Path | None = None, workers: int = 2, progress=None) ->
     store = Store(db)
     try:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-        store.con.execute("INSERT OR REPLACE INTO meta VALUES ('demo', ?)",
-                          [json.dumps({"note": DEMO_NOTE, "built": stamp, "command": "d2k demo"})])
+        store.set_meta("demo", json.dumps({"note": DEMO_NOTE, "built": stamp, "command": "d2k demo"}))
         with ScriptedServer(root) as server:
             spec_path = out / "demo-spec.toml"
             models = "\n".join(textwrap.dedent(f"""

@@ -1,9 +1,10 @@
 """``d2k export``: the store's tables and metric views as Parquet or CSV files, one per name.
 
 The store is attached read-only to an in-memory DuckDB session (so it is never changed and
-another reader may hold it); the views of ``analysis/views.sql`` are created there as temporary
-views, so the files hold the metric definitions in force, and ``meta`` says which version
-(``views_version``). Every file is written to a temporary name and renamed when complete.
+another reader may hold it); the views of ``d2k/sql/views.sql`` (shipped with the package) are
+created there as temporary views, so the files hold the metric definitions in force, and ``meta``
+says which version (``views_version``). Every file is written to a temporary name and renamed when
+complete.
 """
 
 from __future__ import annotations
@@ -16,7 +17,23 @@ from d2k.errors import D2KError
 FORMATS = ("parquet", "csv")
 
 
-def _connect(store_path: str, views: Path | None):
+def _views_file(views: Path | None) -> Path:
+    """The metric definitions to apply: ``views`` if given, else the package's d2k/sql/views.sql.
+    A missing file is an error, never an export without the metric views."""
+    from d2k.store import VIEWS_FILE
+
+    # TRANSITIONAL (issue #20): d2k/cli.py still passes the views' old place, <root>/analysis/views.sql,
+    # which is gone since they moved into the package; it means the package's file. Drop this once the
+    # CLI passes no views.
+    if views is not None and not views.exists() and views.parts[-2:] == ("analysis", "views.sql"):
+        views = None
+    views = views or VIEWS_FILE
+    if not views.is_file():
+        raise D2KError(f"the metric views file {views} is missing (a broken d2k installation? reinstall d2k)")
+    return views
+
+
+def _connect(store_path: str, views: Path | None = None):
     import duckdb
 
     from d2k.store import NO_EXTENSIONS, check_store_file, views_version
@@ -25,6 +42,7 @@ def _connect(store_path: str, views: Path | None):
     if not path.is_file():
         raise D2KError(f"no store at {path}: run `d2k bench` or `d2k ingest` first, or pass --db (or set D2K_DB)")
     check_store_file(path)
+    views = _views_file(views)
     con = duckdb.connect(":memory:", config=dict(NO_EXTENSIONS))
     try:
         con.execute(f"ATTACH '{str(path)}' AS store (READ_ONLY)".replace("\\", "\\\\"))
@@ -32,17 +50,14 @@ def _connect(store_path: str, views: Path | None):
     except duckdb.Error as exc:
         con.close()
         raise D2KError(f"cannot open the store {path}: {str(exc).splitlines()[0]}") from None
-    version = None
-    if views is not None and views.is_file():
-        text = views.read_text(encoding="utf-8")
-        temp = re.sub(r"(?i)\bCREATE\s+(OR\s+REPLACE\s+)?(VIEW|MACRO|FUNCTION)\b", r"CREATE \1TEMP \2", text)
-        try:
-            con.execute(temp)
-        except duckdb.Error as exc:
-            con.close()
-            raise D2KError(f"{views}: {str(exc).splitlines()[0]}") from None
-        version = views_version(text)
-    return con, version
+    text = views.read_text(encoding="utf-8")
+    temp = re.sub(r"(?i)\bCREATE\s+(OR\s+REPLACE\s+)?(VIEW|MACRO|FUNCTION)\b", r"CREATE \1TEMP \2", text)
+    try:
+        con.execute(temp)
+    except duckdb.Error as exc:
+        con.close()
+        raise D2KError(f"{views}: {str(exc).splitlines()[0]}") from None
+    return con, views_version(text)
 
 
 def names(con) -> tuple[list[str], list[str]]:

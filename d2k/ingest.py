@@ -269,31 +269,6 @@ def _insert(store: Store, where: str, kind: str, action) -> None:
         raise D2KError(f"{where}: cannot store this {kind} record: {message}") from None
 
 
-class _Transaction:
-    """BEGIN … COMMIT, or ROLLBACK on any error: a file is stored whole or not at all."""
-
-    def __init__(self, store: Store):
-        self.con = store.con
-
-    def __enter__(self):
-        self.con.execute("BEGIN TRANSACTION")
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            try:
-                self.con.execute("COMMIT")
-            except duckdb.Error as error:
-                self.con.execute("ROLLBACK")
-                raise D2KError(f"cannot commit: {str(error).splitlines()[0]}") from None
-        else:
-            try:
-                self.con.execute("ROLLBACK")
-            except duckdb.Error:
-                pass
-        return False
-
-
 def _ingest_calibration(store: Store, bench: Benchmark | None, path: Path, counts: dict) -> dict:
     try:
         text = path.read_bytes().decode("utf-8")
@@ -312,7 +287,7 @@ def _ingest_calibration(store: Store, bench: Benchmark | None, path: Path, count
     check_record({"record": "calibration", **cal, "calibration_id": calibration_id, "env": env}, f"{path}: calibration")
     new_env = env["env_id"] not in _stored(store, "environments", "env_id", {env["env_id"]})
     new_cal = calibration_id not in _stored(store, "calibrations", "calibration_id", {calibration_id})
-    with _Transaction(store):
+    with store.transaction():  # a file is stored whole or not at all
         if bench is not None:
             store.sync_content(bench)
         _insert(store, f"{path}: env", "environment", lambda: store.add_environment(env))
@@ -348,7 +323,7 @@ def ingest(store: Store, bench: Benchmark | None, path: Path) -> dict:
     for _, k, f in records:
         if k == "sandbox" and f not in sandboxes:
             sandboxes.append(f)
-    with _Transaction(store):
+    with store.transaction():  # a file is stored whole or not at all
         if bench is not None:
             store.sync_content(bench)
         done: set[tuple[str, str]] = set()
@@ -374,19 +349,10 @@ def ingest(store: Store, bench: Benchmark | None, path: Path) -> dict:
         if run_ids:
             # one row per run not yet known; a run whose evaluations span two environments (or
             # backends) takes its first one's, so a second environment never duplicates the run
-            _insert(store, f"{path}", "run", lambda: store.con.execute(
-                "INSERT INTO runs (run_id, command, args, env_id, backend, started_at, finished_at, status, clocks, "
-                "results_path) "
-                "SELECT run_id, 'ingest', NULL, first(env_id ORDER BY created_at NULLS LAST, eval_id), "
-                "first(backend ORDER BY created_at NULLS LAST, eval_id), "
-                "min(created_at), max(created_at), 'ingested', NULL, ? FROM evaluations "
-                "WHERE list_contains(?, run_id) AND run_id NOT IN (SELECT run_id FROM runs) GROUP BY run_id",
-                [str(path), run_ids]))
+            _insert(store, f"{path}", "run", lambda: store.add_ingested_runs(run_ids, str(path)))
         if sandboxes and new_runs:  # as the sweep records it: one summary, or the variants seen
             sandbox = sandboxes[0] if len(sandboxes) == 1 else {"variants": sandboxes}
-            _insert(store, f"{path}", "sandbox", lambda: store.con.execute(
-                "UPDATE runs SET sandbox = ? WHERE list_contains(?, run_id) AND sandbox IS NULL",
-                [json.dumps(sandbox, default=str), new_runs]))
+            _insert(store, f"{path}", "sandbox", lambda: store.set_missing_run_sandbox(new_runs, sandbox))
     n_sandbox = sum(1 for _, k, _ in records if k == "sandbox")
     counts["sandbox" if new_runs else "unchanged"] += n_sandbox
     return counts

@@ -278,7 +278,7 @@ def render(results: list[SectionResult], store_path: str, labels: dict | None = 
              "Tables are also in <code>tables/*.csv</code>, figures in <code>figures/*.svg</code>; "
              "<code>docs/metrics.md</code> defines every metric"
              + (f" (metric views version <code>{html.escape(labels['views_version'])}</code>, the sha256 of "
-                "<code>analysis/views.sql</code>)" if labels and labels.get("views_version") else "") + ".</p>",
+                "<code>d2k/sql/views.sql</code>)" if labels and labels.get("views_version") else "") + ".</p>",
              f"<nav>{nav}</nav>"]
     for r in results:
         parts.append(f"<h2 id='{r.section.name}'>{html.escape(r.section.title)}</h2>")

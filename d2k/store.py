@@ -1,44 +1,30 @@
 """The DuckDB store: every task, workload, design item, solution, environment, run and evaluation.
 
 The schema is versioned: ``d2k/sql/NNN_*.sql`` files are migrations applied in order and recorded
-in ``meta``; ``analysis/views.sql`` (the metric definitions) is re-applied on every open.
+in ``meta``; ``d2k/sql/views.sql`` (the metric definitions, shipped with the package) is re-applied
+on every open. The store owns every write: the methods that change rows are in d2k/store_writes.py
+(``StoreWrites``, which ``Store`` takes them from); callers never write SQL of their own.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import duckdb
 
 from d2k.errors import D2KError
-
-if TYPE_CHECKING:  # imported where used: `d2k sql` opens a store without loading pydantic models
-    from d2k.content import Benchmark
-    from d2k.solutions import Solution
+from d2k.store_writes import StoreWrites, _json, _ts  # noqa: F401  (_json, _ts: imported from here by callers)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "sql"
+# the metric definitions (docs/metrics.md), versioned with the package
+VIEWS_FILE = MIGRATIONS_DIR / "views.sql"
 DEFAULT_DB = "d2k.duckdb"
 
 
 def default_path() -> str:
     return os.environ.get("D2K_DB") or DEFAULT_DB
-
-
-def _ts(value) -> dt.datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return dt.datetime.fromtimestamp(value, tz=dt.UTC).replace(tzinfo=None)
-    return value
-
-
-def _json(value) -> str | None:
-    return None if value is None else json.dumps(value, default=str)
 
 
 # d2k never reaches the network on its own: DuckDB must not fetch or load extensions behind our back
@@ -85,7 +71,7 @@ def views_version(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-class Store:
+class Store(StoreWrites):
     views_version: str | None = None
 
     def __init__(self, path: str | Path | None = None, views: Path | None = None, read_only: bool = False):
@@ -162,134 +148,36 @@ class Store:
             self.con.execute("BEGIN TRANSACTION")
             try:
                 self.con.execute(path.read_text())
-                self.con.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(version)]
-                )
+                self.set_meta("schema_version", str(version))
                 self.con.execute("COMMIT")
             except Exception:
                 self.con.execute("ROLLBACK")
                 raise
 
     def apply_views(self, views: Path | None = None) -> None:
-        if views is None:
-            from d2k.root import find_root
-
-            try:
-                views = find_root() / "analysis" / "views.sql"
-            except D2KError:
-                return
-        if views.is_file():
-            text = views.read_text()
-            if self.read_only:  # the metric definitions still apply, as views of this session only
-                text = re.sub(r"(?i)\bCREATE\s+(OR\s+REPLACE\s+)?(VIEW|MACRO|FUNCTION)\b", r"CREATE \1TEMP \2", text)
-            try:
-                self.con.execute(text)
-            except duckdb.Error as exc:
-                raise D2KError(f"{views}: {str(exc).splitlines()[0]}") from None
-            # the version of the metric definitions in force (docs/metrics.md): stamped on every
-            # table computed from them (d2k analyze), recorded in meta by a store that may write
-            self.views_version = views_version(views.read_text())
-            if not self.read_only:
-                self.con.execute("INSERT OR REPLACE INTO meta VALUES ('views_version', ?)", [self.views_version])
+        """Create the metric views of ``views`` (default: the package's d2k/sql/views.sql); a
+        missing file is an error (a broken installation), never a store without its metrics."""
+        views = views or VIEWS_FILE
+        if not views.is_file():
+            raise D2KError(f"the metric views file {views} is missing (a broken d2k installation? reinstall d2k)")
+        raw = views.read_text()
+        text = raw
+        if self.read_only:  # the metric definitions still apply, as views of this session only
+            text = re.sub(r"(?i)\bCREATE\s+(OR\s+REPLACE\s+)?(VIEW|MACRO|FUNCTION)\b", r"CREATE \1TEMP \2", text)
+        try:
+            self.con.execute(text)
+        except duckdb.Error as exc:
+            raise D2KError(f"{views}: {str(exc).splitlines()[0]}") from None
+        # the version of the metric definitions in force (docs/metrics.md): stamped on every
+        # table computed from them (d2k analyze), recorded in meta by a store that may write
+        self.views_version = views_version(raw)
+        if not self.read_only:
+            self.set_meta("views_version", self.views_version)
 
     def close(self) -> None:
         self.con.close()
 
-    # -- content -----------------------------------------------------------------------------
-    def sync_content(self, bench: Benchmark) -> None:
-        """Upsert the loaded tasks, workloads and design items."""
-        from d2k import perf
-        from d2k.solutions import sha256
-
-        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        con = self.con
-        for task_id, task in bench.tasks.items():
-            con.execute(
-                "INSERT OR REPLACE INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [task.id, task.catalog, task.title, task.category, task.description, task.entry_point,
-                 task.signature.model_dump_json(), task.tolerance.model_dump_json(),
-                 str(task.performance.flops), str(task.performance.bytes), task.performance.peak,
-                 sha256(task.model_dump_json()), now],
-            )
-            rows = []
-            for w in bench.workloads.get(task_id, []):
-                rows.append([w.id, task_id, w.tag, json.dumps(w.axes), json.dumps(w.dtypes), json.dumps(w.params),
-                             w.seed, w.note, perf.workload_flops(task, w), perf.workload_bytes(task, w)])
-            if rows:
-                con.executemany("INSERT OR REPLACE INTO workloads VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
-            items = [[task_id, i.id, i.level, i.title, i.guidance, i.criterion, list(i.depends_on), list(i.related),
-                      i.weight, i.signal_hint, json.dumps(i.signals)] for i in bench.items(task_id)]
-            con.execute("DELETE FROM design_items WHERE task_id = ?", [task_id])
-            if items:
-                con.executemany("INSERT INTO design_items VALUES (?,?,?,?,?,?,?,?,?,?,?)", items)
-
-    def add_solution(self, solution: Solution) -> None:
-        self.con.execute(
-            # the same bytes first stored under a path and later shipped as a task's expert (a
-            # promoted candidate) take the shipped name, so the views find the expert by its label
-            "INSERT INTO solutions VALUES (?,?,?,?,?,?,?) ON CONFLICT (solution_id) DO UPDATE "
-            "SET label = excluded.label, kind = excluded.kind, path = excluded.path "
-            "WHERE excluded.label IN ('expert', 'naive') AND solutions.label NOT IN ('expert', 'naive')",
-            [solution.solution_id, solution.task_id, solution.label, solution.kind, str(solution.path),
-             solution.source, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
-        )
-
-    # -- environments and runs ---------------------------------------------------------------
-    def add_environment(self, env: dict) -> str:
-        self.con.execute(
-            "INSERT INTO environments VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (env_id) DO NOTHING",
-            [env["env_id"], env.get("backend"), env.get("gpu_name"), env.get("compute_capability"), env.get("driver"),
-             env.get("cuda"), env.get("torch"), env.get("triton"), env.get("sm_count"), env.get("l2_bytes"),
-             _json(env), _ts(env.get("time"))],
-        )
-        return env["env_id"]
-
-    def add_calibration(self, calibration_id: str, env: dict, cal: dict) -> None:
-        clocks = {k: env.get(k) for k in ("sm_clock_mhz", "mem_clock_mhz", "max_sm_clock_mhz", "max_mem_clock_mhz")}
-        self.con.execute(
-            "INSERT OR REPLACE INTO calibrations VALUES (?,?,?,?,?,?,?,?,?)",
-            [calibration_id, env["env_id"], _ts(cal.get("time")), cal.get("copy_bytes_per_s"), cal.get("bf16_flops_per_s"),
-             cal.get("fp8_flops_per_s"), cal.get("fp32_flops_per_s"), _json(clocks), _json(cal.get("details"))],
-        )
-
-    def start_run(self, run_id: str, command: str, args: dict, env: dict, results_path: str) -> None:
-        import socket
-
-        clocks = {k: env.get(k) for k in ("sm_clock_mhz", "mem_clock_mhz", "temperature_c")}
-        self.con.execute(
-            "INSERT OR REPLACE INTO runs (run_id, command, args, env_id, backend, started_at, finished_at, status, "
-            "clocks, results_path, owner_pid, owner_host) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            [run_id, command, _json(args), env["env_id"], env.get("backend"),
-             dt.datetime.now(dt.UTC).replace(tzinfo=None), None, "running", _json(clocks), results_path,
-             os.getpid(), socket.gethostname()],
-        )
-
-    def set_run_sandbox(self, run_id: str, sandbox: dict) -> None:
-        self.con.execute("UPDATE runs SET sandbox = ? WHERE run_id = ?", [_json(sandbox), run_id])
-
-    def recover_stale_runs(self) -> int:
-        """Mark runs left ``running`` by a process of this host that no longer exists as
-        ``interrupted`` (a killed d2k cannot do it itself); returns how many."""
-        import socket
-
-        rows = self.con.execute(
-            "SELECT run_id, owner_pid FROM runs WHERE status = 'running' AND owner_host = ?", [socket.gethostname()]
-        ).fetchall()
-        stale = []
-        for run_id, pid in rows:
-            if pid is None or pid == os.getpid():
-                continue
-            try:
-                os.kill(int(pid), 0)
-            except ProcessLookupError:
-                stale.append(run_id)
-            except PermissionError:
-                pass
-        for run_id in stale:
-            self.con.execute("UPDATE runs SET status = 'interrupted', finished_at = ? WHERE run_id = ?",
-                             [dt.datetime.now(dt.UTC).replace(tzinfo=None), run_id])
-        return len(stale)
-
+    # -- reads ---------------------------------------------------------------------------------
     def sol_ms(self, task_id: str, workload_id: str, env_id: str) -> float | None:
         """The workload's speed-of-light time in this environment (as ``v_evaluations`` defines it),
         or None without a calibration."""
@@ -302,32 +190,6 @@ class Store:
         except duckdb.Error:
             return None
         return float(rows[0][0]) if rows and rows[0][0] else None
-
-    def finish_run(self, run_id: str, status: str) -> None:
-        self.con.execute(
-            "UPDATE runs SET finished_at = ?, status = ? WHERE run_id = ?",
-            [dt.datetime.now(dt.UTC).replace(tzinfo=None), status, run_id],
-        )
-
-    # -- evaluations -------------------------------------------------------------------------
-    EVAL_COLUMNS = (
-        "eval_id", "run_id", "solution_id", "task_id", "workload_id", "env_id", "backend", "status", "reason",
-        "median_ms", "q1_ms", "q3_ms", "iqr_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "n_samples",
-        "timing_method", "samples_ms", "correctness", "timing", "traceback", "seconds", "created_at",
-        "event_median_ms", "span_median_ms", "kernel_sum_median_ms", "kernels_per_call", "kernel_less", "flags",
-    )
-
-    def add_evaluation(self, record: dict) -> None:
-        values = []
-        for col in self.EVAL_COLUMNS:
-            value = record.get(col)
-            if col in ("correctness", "timing", "flags"):
-                value = _json(value)
-            elif col == "created_at":
-                value = _ts(value)
-            values.append(value)
-        placeholders = ",".join("?" * len(values))
-        self.con.execute(f"INSERT OR REPLACE INTO evaluations ({', '.join(self.EVAL_COLUMNS)}) VALUES ({placeholders})", values)
 
     def stored_workloads(self, solution_id: str, env_id: str, flush_mode: str | None = None) -> set[str]:
         """Workloads this solution already has an evaluation for in this environment. With

@@ -1,4 +1,4 @@
-"""The metric views (analysis/views.sql) and what d2k analyze computes from them, on stores built
+"""The metric views (d2k/sql/views.sql) and what d2k analyze computes from them, on stores built
 row by row so every number can be worked out by hand (docs/metrics.md carries the same example)."""
 
 import datetime as dt
@@ -227,11 +227,9 @@ def test_design_vs_build(paired):
 
 
 def test_views_version_is_recorded(paired):
-    from conftest import ROOT
+    from d2k.store import VIEWS_FILE, views_version
 
-    from d2k.store import views_version
-
-    version = views_version((ROOT / "analysis" / "views.sql").read_text())
+    version = views_version(VIEWS_FILE.read_text())
     assert paired.rows("SELECT value FROM meta WHERE key = 'views_version'") == [{"value": version}]
     assert paired.store.views_version == version
 

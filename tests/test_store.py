@@ -1,6 +1,8 @@
 """Store round trip, skip-on-rerun, ingest of a results file, and schema migrations."""
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -8,7 +10,7 @@ from d2k.content import Benchmark
 from d2k.errors import D2KError
 from d2k.ingest import ingest
 from d2k.solutions import Solution, resolve
-from d2k.store import Store
+from d2k.store import VIEWS_FILE, Store
 from d2k.sweep import Plan, run_sweep
 
 
@@ -186,3 +188,69 @@ def test_migration_7_gives_a_split_hybrid_run_its_model(tmp_path):
     _, rows = store.query("SELECT item_id, model FROM v_item_verdicts ORDER BY item_id")
     store.close()
     assert rows == [("L1.rsqrt_mul", "openai/m"), ("L3.pdl", "openai/m")]
+
+
+def test_the_metric_views_ship_with_the_package_and_a_missing_file_is_an_error(tmp_path):
+    import d2k
+
+    assert VIEWS_FILE == Path(d2k.__file__).resolve().parent / "sql" / "views.sql" and VIEWS_FILE.is_file()
+    store = Store(":memory:")
+    assert store.views_version and store.query("SELECT count(*) FROM v_latest_evaluations")[1] == [(0,)]
+    store.close()
+    with pytest.raises(D2KError, match="metric views file .* is missing"):
+        Store(tmp_path / "s.duckdb", views=tmp_path / "nowhere.sql")
+
+
+# -- the store owns every write ------------------------------------------------------------------
+PACKAGE = Path(__file__).resolve().parent.parent / "d2k"
+# the modules that write the store's rows; every other module calls their methods
+STORE_MODULES = {"store.py", "store_writes.py"}
+# statements outside the store modules that do not write the store, each with why
+NOT_STORE_WRITES = {
+    # the report shadows an analysis table computed for the page (not stored) by a TEMP table of its
+    # own session: the store is not written (it may be open read-only)
+    ("report.py", "temp.{table}"),
+}
+TARGET = r'"?[\w{}]+"?(?:\."?[\w{}]+"?)?'  # a table, maybe quoted or schema-qualified, or an f-string's {name}
+WRITE = re.compile(rf"\b(?:INSERT\s+(?:OR\s+\w+\s+)?INTO\s+({TARGET})|UPDATE\s+({TARGET})\s+SET\b|DELETE\s+FROM\s+({TARGET}))",
+                   re.IGNORECASE)
+
+
+def _store_tables() -> set[str]:
+    tables = {"meta"}
+    for path in (PACKAGE / "sql").glob("[0-9][0-9][0-9]_*.sql"):
+        tables |= {m.lower() for m in re.findall(r"(?i)CREATE\s+(?:OR\s+REPLACE\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)",
+                                                 path.read_text())}
+    return tables
+
+
+def _writes(path: Path) -> list[tuple[int, str, str]]:
+    """(line, statement, target) of each INSERT, UPDATE or DELETE against a store table, or against
+    a table named at run time (an f-string's ``{...}``), in a module's source."""
+    tables = _store_tables()
+    text = path.read_text(encoding="utf-8")
+    out = []
+    for m in WRITE.finditer(text):
+        target = next(g for g in m.groups() if g).replace('"', "")
+        name = target.lower().removeprefix("main.")
+        if "{" in target or name in tables:
+            out.append((text.count("\n", 0, m.start()) + 1, " ".join(m.group(0).split()), target))
+    return out
+
+
+def test_only_the_store_modules_write_the_store():
+    """Issue #20: the SQL that changes the store's tables lives in d2k/store.py and d2k/store_writes.py;
+    any other module of d2k calls a Store method (add one to StoreWrites for a new kind of write)."""
+    own = [w for name in STORE_MODULES for w in _writes(PACKAGE / name)]
+    # the scan sees the store's own writes (else it would pass by finding nothing anywhere)
+    assert {"attempts", "verdicts", "runs", "judge_metrics", "{table}"} <= {t for _, _, t in own}
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel in STORE_MODULES:
+            continue
+        for line, statement, target in _writes(path):
+            if (rel, target) not in NOT_STORE_WRITES:
+                offenders.append(f"d2k/{rel}:{line}: {statement}")
+    assert not offenders, ("the store owns every write: move these statements into a method of Store "
+                           "(d2k/store_writes.py) and call it:\n  " + "\n  ".join(offenders))

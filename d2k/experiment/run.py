@@ -10,7 +10,6 @@ DESIGN.md is graded by the proposal judge where one is configured.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 from pathlib import Path
@@ -24,12 +23,6 @@ from d2k.store import Store
 DONE = ("finished", "failed")
 
 
-def _ts(value):
-    if value is None:
-        return None
-    return dt.datetime.fromtimestamp(value, tz=dt.UTC).replace(tzinfo=None)
-
-
 def put_blob(store: Store, work_dir: Path, text: str | None) -> str | None:
     """Large texts live in files named by their sha256; the store keeps the reference."""
     if text is None:
@@ -40,21 +33,15 @@ def put_blob(store: Store, work_dir: Path, text: str | None) -> str | None:
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-    store.con.execute("INSERT INTO blobs VALUES (?,?,?) ON CONFLICT (blob_id) DO NOTHING", [blob_id, str(path), len(data)])
+    store.add_blob(blob_id, str(path), len(data))
     return blob_id
 
 
 def register(store: Store, spec: ExperimentSpec, spec_path: Path) -> list[dict]:
-    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    store.con.execute("INSERT INTO experiments VALUES (?,?,?,?,?) ON CONFLICT (experiment_id) DO UPDATE SET spec = excluded.spec",
-                      [spec.experiment_id, spec.name, spec.model_dump_json(), str(spec_path), now])
+    store.upsert_experiment(spec.experiment_id, spec.name, spec.model_dump_json(), str(spec_path))
     attempts = spec.attempts()
     models = {m.name: m.model for m in spec.models}
-    for a in attempts:
-        store.con.execute(
-            "INSERT INTO attempts (attempt_id, experiment_id, model, model_id, task_id, condition, seed, status) "
-            "VALUES (?,?,?,?,?,?,?, 'pending') ON CONFLICT (attempt_id) DO NOTHING",
-            [a["attempt_id"], spec.experiment_id, a["model"], models[a["model"]], a["task_id"], a["condition"], a["seed"]])
+    store.add_attempts(spec.experiment_id, [{**a, "model_id": models[a["model"]]} for a in attempts])
     return attempts
 
 
@@ -72,20 +59,15 @@ def status_rows(store: Store, experiment_id: str | None = None) -> tuple[list[st
 
 def store_outcome(store: Store, spec: ExperimentSpec, work_dir: Path, outcome: dict, bench: Benchmark,
                   judge_context=None) -> str:
-    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     attempt_id = outcome["attempt_id"]
     if outcome.get("error"):
-        store.con.execute("UPDATE attempts SET status = 'failed', detail = ?, finished_at = ? WHERE attempt_id = ?",
-                          [outcome["error"], now, attempt_id])
+        store.mark_attempt_failed(attempt_id, outcome["error"])
         return "failed"
-    store.con.execute("DELETE FROM turns WHERE attempt_id = ?", [attempt_id])
-    rows = []
-    for t in outcome["turns"]:
-        rows.append([attempt_id, t["index"], put_blob(store, work_dir, t["role_content"]), json.dumps(t["tool_calls"]),
-                     put_blob(store, work_dir, json.dumps(t["tool_results"])), t["prompt_tokens"], t["completion_tokens"],
-                     t["latency_s"], t["harness_s"], t["note"]])
-    if rows:
-        store.con.executemany("INSERT INTO turns VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+    turns = [{"turn": t["index"], "content_blob": put_blob(store, work_dir, t["role_content"]),
+              "tool_calls": t["tool_calls"], "tool_results_blob": put_blob(store, work_dir, json.dumps(t["tool_results"])),
+              "prompt_tokens": t["prompt_tokens"], "completion_tokens": t["completion_tokens"],
+              "latency_s": t["latency_s"], "harness_s": t["harness_s"], "note": t["note"]} for t in outcome["turns"]]
+    store.replace_turns(attempt_id, turns)
     submission = None
     for key in ("submission", "reference_solution"):
         sub = outcome.get(key)
@@ -115,15 +97,12 @@ def store_outcome(store: Store, spec: ExperimentSpec, work_dir: Path, outcome: d
     prompt_tokens = sum(t["prompt_tokens"] or 0 for t in outcome["turns"])
     completion_tokens = sum(t["completion_tokens"] or 0 for t in outcome["turns"])
     harness = sum(t["harness_s"] or 0 for t in outcome["turns"])
-    store.con.execute(
-        """UPDATE attempts SET status = 'finished', detail = ?, agent_status = ?, submission_id = ?,
-               submission_choice = ?, proposal_id = ?, workspace = ?, turns = ?, prompt_tokens = ?,
-               completion_tokens = ?, harness_s = ?, started_at = ?, finished_at = ?, worker = ?
-           WHERE attempt_id = ?""",
-        [outcome.get("detail"), outcome["agent_status"], submission_id, outcome["choice"], proposal_id,
-         outcome["workspace"], len(outcome["turns"]), prompt_tokens, completion_tokens, harness,
-         _ts(outcome.get("started_at")), _ts(outcome.get("finished_at")),
-         "cpu" if outcome.get("gpu") is None else f"gpu{outcome['gpu']}", attempt_id])
+    store.finish_attempt(
+        attempt_id, detail=outcome.get("detail"), agent_status=outcome["agent_status"], submission_id=submission_id,
+        submission_choice=outcome["choice"], proposal_id=proposal_id, workspace=outcome["workspace"],
+        turns=len(outcome["turns"]), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, harness_s=harness,
+        started_at=outcome.get("started_at"), finished_at=outcome.get("finished_at"),
+        worker="cpu" if outcome.get("gpu") is None else f"gpu{outcome['gpu']}")
     return "finished"
 
 
@@ -149,8 +128,7 @@ def run_experiment(spec: ExperimentSpec, spec_path: Path, store: Store, bench: B
     store.add_environment(env)
     store.sync_content(bench)
     # interrupted attempts restart from scratch
-    store.con.execute("UPDATE attempts SET status = 'pending' WHERE experiment_id = ? AND status NOT IN ('finished', 'failed')",
-                      [spec.experiment_id])
+    store.requeue_unfinished_attempts(spec.experiment_id)
     _, rows = store.query("SELECT attempt_id FROM attempts WHERE experiment_id = ? AND status = 'pending'", [spec.experiment_id])
     todo_ids = {r[0] for r in rows}
     todo = [a for a in spec.attempts() if a["attempt_id"] in todo_ids]
@@ -161,8 +139,7 @@ def run_experiment(spec: ExperimentSpec, spec_path: Path, store: Store, bench: B
     counts = {"finished": 0, "failed": 0, "skipped": len(spec.attempts()) - len(todo)}
     if progress:
         progress.start(len(todo))
-    for a in todo:
-        store.con.execute("UPDATE attempts SET status = 'running' WHERE attempt_id = ?", [a["attempt_id"]])
+    store.mark_attempts_running([a["attempt_id"] for a in todo])
     try:
         for outcome in runner_.run(spec.model_dump(), todo, str(bench.root), str(work_dir), backend, client=client):
             outcome["env_id"] = env["env_id"]

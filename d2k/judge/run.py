@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import uuid
 from dataclasses import dataclass, replace
 
 from d2k.content import Benchmark
@@ -48,14 +46,6 @@ class LLMContext:
         for kind in ("implementation", "proposal"):
             program, source = llm.load_program(kind, programs_dir)
             self.programs[kind] = (program, llm.prompt_hash(program), source)
-
-
-def _now():
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
-
-
-def _json(value) -> str:
-    return json.dumps(value, default=str)
 
 
 def judge_source(bench: Benchmark, task_id: str, source: bytes | str, path: str, solution_id: str,
@@ -133,31 +123,16 @@ def store_verdicts(store, verdicts: list[Verdict], task_id: str, judge: str, ver
     Every verdict of one run carries the run's model (``run_model``), those a hybrid run kept from
     the static judge included: the views take one judge's newest run by (version, model), and a
     run split over two models lost the items of one of them."""
-    key_col, key = ("solution_id", solution_id) if solution_id else ("proposal_id", proposal_id)
     if run_model is not None:
         verdicts = [replace(v, model=v.model or run_model) for v in verdicts]
-    models = {v.model for v in verdicts}
-    for model in models:
-        store.con.execute(
-            f"DELETE FROM verdicts WHERE {key_col} = ? AND judge = ? AND judge_version = ? AND model IS NOT DISTINCT FROM ?",
-            [key, judge, version, model])
-    rows = [[uuid.uuid4().hex, solution_id, proposal_id, task_id, v.item_id, judge, version, v.model, v.prompt_hash,
-             v.verdict, v.strength, v.confidence, v.reason, _json(v.evidence), _json(v.usage) if v.usage else None,
-             _now()] for v in verdicts]
-    if rows:
-        store.con.executemany("INSERT INTO verdicts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    store.replace_verdicts(verdicts, task_id, judge, version, solution_id=solution_id, proposal_id=proposal_id)
 
 
 def store_judgement(store, judgement: Judgement) -> None:
     store_verdicts(store, judgement.verdicts, judgement.task_id, judgement.judge, judgement.judge_version,
                    solution_id=judgement.solution_id, run_model=judgement.model)
-    s = judgement.scores.as_dict() if judgement.scores else {}
-    store.con.execute(
-        "INSERT OR REPLACE INTO judge_scores VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        [judgement.solution_id, judgement.task_id, judgement.judge, judgement.judge_version, judgement.status,
-         judgement.detail, s.get("l1"), s.get("l2"), s.get("l3"), s.get("combined"), s.get("dependency_aware"),
-         s.get("coverage"), _json(s.get("flags", [])), _now()],
-    )
+    store.put_judge_score(judgement.solution_id, judgement.task_id, judgement.judge, judgement.judge_version,
+                          judgement.status, judgement.detail, judgement.scores.as_dict() if judgement.scores else {})
 
 
 def judge_solution(bench: Benchmark, solution: Solution, judge: str = "static", context: LLMContext | None = None,
@@ -197,13 +172,10 @@ def judge_proposal_text(bench: Benchmark, task_id: str, text: str, context: LLMC
 def store_proposal(store, result: ProposalJudgement, label: str, path: str, text: str) -> None:
     from d2k.judge import llm
 
-    store.con.execute("INSERT OR REPLACE INTO proposals VALUES (?,?,?,?,?,?)",
-                      [result.proposal_id, result.task_id, label, path, text, _now()])
+    store.put_proposal(result.proposal_id, result.task_id, label, path, text)
     store_verdicts(store, result.verdicts, result.task_id, "llm", llm.VERSION, proposal_id=result.proposal_id)
-    s = result.scores.as_dict()
-    store.con.execute("INSERT OR REPLACE INTO proposal_scores VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                      [result.proposal_id, result.task_id, "llm", llm.VERSION, result.model, result.prompt_hash,
-                       s["l1"], s["l2"], s["l3"], s["combined"], s["coverage"], _now()])
+    store.put_proposal_score(result.proposal_id, result.task_id, "llm", llm.VERSION, result.model, result.prompt_hash,
+                             result.scores.as_dict())
 
 
 # -- gold sets --------------------------------------------------------------------------------------
@@ -290,9 +262,4 @@ def proposal_gold_rows(bench: Benchmark, context: LLMContext, store=None, force:
 
 
 def store_metrics(store, judge: str, version: str, gold: str, results: list[dict]) -> None:
-    store.con.execute("DELETE FROM judge_metrics WHERE judge = ? AND judge_version = ? AND gold = ?", [judge, version, gold])
-    store.con.executemany(
-        "INSERT INTO judge_metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        [[judge, version, gold, r["scope"], r["key"], r["n"], r["decided"], r["accuracy"], r["precision"],
-          r["recall"], r["f1"], r["kappa"], _now()] for r in results],
-    )
+    store.replace_judge_metrics(judge, version, gold, results)
