@@ -31,8 +31,6 @@ import time
 import traceback
 from pathlib import Path
 
-from d2k.execution.compare import Mismatch, compare_tensor
-
 os.environ.setdefault("PYTHONHASHSEED", "0")
 
 # kernels that come from libraries rather than the solution (for the kernel-less flag)
@@ -118,9 +116,8 @@ class CandidateProcess:
     """The sandboxed process that runs the solution; one per solution, restarted after a failure."""
 
     def __init__(self, job: dict, job_dir: Path, index: int):
-        from d2k.execution import sandbox, wire
+        from d2k.execution import sandbox
 
-        self.wire = wire
         self.wire_s = 0.0  # seconds spent in writes to the candidate (see Evaluator.evaluate)
         solution = job["solution"]
         self.private = job_dir / f"candidate-{index}"
@@ -153,6 +150,9 @@ class CandidateProcess:
             os.close(fd)
         self.output = OutputTail(out_r)
         self.reply_limit = int(settings.get("reply_bytes", 64 << 30))
+        from d2k.execution import wire  # imports torch: after the spawn, so both start up at once
+
+        self.wire = wire
 
     def died(self) -> CandidateFailed:
         try:
@@ -236,8 +236,10 @@ class Checker:
         import torch
 
         from d2k.execution import wire
+        from d2k.execution.compare import Mismatch, compare_tensor
 
         self.torch, self.wire = torch, wire
+        self.Mismatch, self.compare_tensor = Mismatch, compare_tensor
         self.job = job
         self.task = job["task"]
         self.signature = self.task["signature"]
@@ -320,8 +322,8 @@ class Checker:
         stats = {}
         for name, ref in expected.items():
             try:
-                stats[name] = compare_tensor(name, got[name], ref, self.task["tolerance"][name])
-            except Mismatch as exc:
+                stats[name] = self.compare_tensor(name, got[name], ref, self.task["tolerance"][name])
+            except self.Mismatch as exc:
                 raise CheckFailed(f"{label}: {exc}") from None
         return stats
 
@@ -461,28 +463,40 @@ def _read_key() -> bytes:
 
 
 def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
-    import torch
-
-    interpreter = job["backend"] == "interpreter"
-    if not interpreter and not torch.cuda.is_available():
-        events.emit("fatal", reason="backend cuda requested but torch sees no CUDA device", durable=True)
-        return 2
-    try:
-        reference_module = load_module(job["task"]["reference_path"], f"d2k_reference_{job['task']['id']}")
-    except Exception as exc:
-        events.emit("fatal", reason=f"reference failed to import: {type(exc).__name__}: {exc}", traceback=_short_traceback(),
-                    durable=True)
-        return 2
     solution = job["solution"]
     index = 0
     candidate = None
 
-    def start_candidate():
+    def spawn_candidate():
         nonlocal index
         events.emit("loading", durable=True)
         proc = CandidateProcess(job, job_dir, index)
         index += 1
         events.emit("sandbox", durable=True, **proc.meta)
+        return proc
+
+    # The first candidate process boots (its own torch import) while this one imports torch and
+    # the reference: the two start-ups overlap instead of adding up.
+    booting = spawn_candidate()
+    import torch
+
+    interpreter = job["backend"] == "interpreter"
+    fatal = None
+    if not interpreter and not torch.cuda.is_available():
+        fatal = {"reason": "backend cuda requested but torch sees no CUDA device"}
+    else:
+        try:
+            reference_module = load_module(job["task"]["reference_path"], f"d2k_reference_{job['task']['id']}")
+        except Exception as exc:
+            fatal = {"reason": f"reference failed to import: {type(exc).__name__}: {exc}", "traceback": _short_traceback()}
+    if fatal:
+        booting.close()
+        events.emit("fatal", durable=True, **fatal)
+        return 2
+
+    def start_candidate():
+        nonlocal booting
+        proc, booting = booting or spawn_candidate(), None
         try:
             proc.request({"op": "load", "path": proc.solution_path, "entry_point": solution.get("entry_point", "run"),
                           "kind": solution["kind"], "backend": job["backend"],
