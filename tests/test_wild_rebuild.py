@@ -41,3 +41,17 @@ def test_a_changed_upstream_is_refused(tmp_path, monkeypatch):
     assert wild.main(["--root", str(tmp_path)]) == 1
     assert not (task / "up_norm.py").exists()
     assert wild.main(["--root", str(tmp_path), "--check"]) == 1  # missing
+
+
+def test_the_tunable_set_rebuilds_from_its_own_folder_and_names_it(tmp_path, monkeypatch):
+    task = tmp_path / "judges" / "wild_dev" / "rmsnorm"
+    task.mkdir(parents=True)
+    copy = wild.Copy("rmsnorm", "up_norm.py", "o/r", "a" * 40, list(UPSTREAM), "MIT, Copyright Someone", "norm", "",
+                     "judges/wild_dev")
+    text = wild.assemble(copy, list(UPSTREAM.values()))
+    assert "# Labels: judges/wild_dev/rmsnorm/labels.toml" in text
+    frozen = _manifest(tmp_path, wild.sha256(_expected()))  # a frozen-set task beside it is left alone
+    (task / "MANIFEST.md").write_text((frozen / "MANIFEST.md").read_text().replace(wild.sha256(_expected()), wild.sha256(text)))
+    monkeypatch.setattr(wild, "download", lambda _copy, path: UPSTREAM[path])
+    assert wild.main(["--root", str(tmp_path), "--set", "wild_dev"]) == 0
+    assert (task / "up_norm.py").read_text() == text and not (frozen / "up_norm.py").exists()

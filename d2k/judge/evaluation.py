@@ -14,7 +14,8 @@ from d2k.judge import agreement
 
 PART_NOTES = {"dev": "in-sample: the static signals were tuned on these files",
               "test": "frozen, labelled blind: out of sample",
-              "wild": "public expert kernels, labelled blind: out of sample"}
+              "wild": "public expert kernels, labelled blind: out of sample",
+              "wild_dev": "public kernels of other projects, labelled blind; signals may be tuned on them: in-sample"}
 
 
 @dataclass
@@ -33,7 +34,9 @@ class PartResult:
 
 def by_part(rows: list[agreement.Row], n_boot: int = 1000, seed: int = 0) -> list[PartResult]:
     out = []
-    for part in ("dev", "test", "wild"):
+    from d2k.judge.splits import PARTS
+
+    for part in PARTS:
         chosen = [r for r in rows if r.part == part]
         if not chosen:
             continue

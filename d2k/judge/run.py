@@ -181,7 +181,8 @@ def store_proposal(store, result: ProposalJudgement, label: str, path: str, text
 # -- gold sets --------------------------------------------------------------------------------------
 def gold_sets(bench: Benchmark, parts: tuple[str, ...] = ("dev", "test", "wild")) -> list[tuple[str, gold_mod.GoldSet]]:
     """The labelled sets of the requested parts (judges/splits.toml): gold sets under
-    judges/gold/ (dev or test by task) and the wild set under judges/wild/ (where labelled)."""
+    judges/gold/ (dev or test by task) and the wild sets under judges/wild/ and judges/wild_dev/
+    (where labelled)."""
     from d2k.judge import splits as splits_mod
 
     item_ids = {t: {i.id for i in bench.items(t)} for t in bench.tasks}
@@ -191,10 +192,11 @@ def gold_sets(bench: Benchmark, parts: tuple[str, ...] = ("dev", "test", "wild")
         part = split.part_of(gold_set.task_id)
         if part in parts:
             out.append((part, gold_set))
-    if "wild" in parts:
-        for gold_set in gold_mod.load(bench.root, list(bench.tasks), item_ids, folder=bench.root / split.wild_folder,
-                                      missing_ok=True):
-            out.append(("wild", gold_set))
+    for part in splits_mod.FOLDER_PARTS:
+        if part in parts:
+            for gold_set in gold_mod.load(bench.root, list(bench.tasks), item_ids, folder=bench.root / split.folder(part),
+                                          missing_ok=True):
+                out.append((part, gold_set))
     return out
 
 
@@ -207,14 +209,16 @@ def gold_rows(bench: Benchmark, judge: str = "static", context: LLMContext | Non
     if not sets:
         from d2k.judge import splits as splits_mod
 
-        wild = splits_mod.load(bench.root).wild_folder
-        where = f"{gold_mod.gold_dir(bench.root)}" + (f" or {wild}/<task>/labels.toml (the wild set is labelled blind; "
-                                                      f"see {wild}/README.md)" if "wild" in parts else "")
-        if "wild" in parts and any((bench.root / wild).glob("*/labels.toml")):
-            # the labels are committed, the public kernels they label are not (their licences and the
-            # retrieval tool's terms keep copies out of git)
-            where += ("; the wild labels are here but none of the kernel files they label: rebuild them "
-                      f"with `python -m d2k.judge.wild` (from each {wild}/<task>/MANIFEST.md)")
+        split = splits_mod.load(bench.root)
+        where = str(gold_mod.gold_dir(bench.root))
+        for part in (p for p in splits_mod.FOLDER_PARTS if p in parts):
+            folder = split.folder(part)
+            where += f" or {folder}/<task>/labels.toml (labelled blind; see {folder}/README.md)"
+            if any((bench.root / folder).glob("*/labels.toml")):
+                # the labels are committed, the public kernels they label are not (their licences and
+                # the retrieval tool's terms keep copies out of git)
+                where += (f"; the {part} labels are here but none of the kernel files they label: rebuild them "
+                          f"with `python -m d2k.judge.wild --set {part}` (from each {folder}/<task>/MANIFEST.md)")
         raise D2KError(f"no labelled solution of part {'/'.join(parts)} found under {where}")
     rows, judgements = [], []
     for part, gold_set in sets:

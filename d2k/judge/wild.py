@@ -6,7 +6,7 @@ and the sha256 of the copy. A copy is a fixed header over the upstream text, ver
 upstream files joined under ``# ===== <path> =====`` markers). This module downloads the upstream
 files at the recorded commit, assembles each copy and writes it only if its sha256 matches.
 
-    python -m d2k.judge.wild [--task TASK] [--check]
+    python -m d2k.judge.wild [--set wild|wild_dev] [--task TASK] [--check]
 
 ``--check`` downloads nothing: it verifies the copies already present (each against its sha256).
 """
@@ -37,6 +37,7 @@ class Copy:
     licence: str
     entry: str
     sha256: str
+    folder: str = "judges/wild"   # the set's folder: judges/wild (frozen) or judges/wild_dev (tunable)
 
 
 def manifest(task_dir: Path) -> list[Copy]:
@@ -47,7 +48,7 @@ def manifest(task_dir: Path) -> list[Copy]:
     for m in filter(None, map(FULL.match, text.splitlines())):
         row = rows[m["file"]]
         copies.append(Copy(task_dir.name, m["file"], m["repo"], m["commit"], LINK.findall(row["sources"]),
-                           row["licence"], row["entry"], m["sha"]))
+                           row["licence"], row["entry"], m["sha"], f"judges/{task_dir.parent.name}"))
     return copies
 
 
@@ -61,7 +62,7 @@ def assemble(copy: Copy, texts: list[str]) -> str:
               f"# licence:    {copy.licence} (the upstream LICENSE; its notice is kept in the copied text where "
               "upstream has one)",
               f"# entry:      {copy.entry}   (the function a caller uses for this task; the file has no d2k run())",
-              f"# Labels: judges/wild/{copy.task}/labels.toml, written blind (see MANIFEST.md). Not part of d2k's code."]
+              f"# Labels: {copy.folder}/{copy.task}/labels.toml, written blind (see MANIFEST.md). Not part of d2k's code."]
     body = texts[0] if len(texts) == 1 else "".join(f"\n# ===== {p} =====\n{t}" for p, t in zip(copy.paths, texts))
     return "\n".join(header) + "\n\n" + body
 
@@ -88,10 +89,12 @@ def sha256(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m d2k.judge.wild", description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default=".", help="the content root (holding judges/wild)")
+    parser.add_argument("--set", default="wild", choices=("wild", "wild_dev"),
+                        help="which set: wild (frozen, out of sample) or wild_dev (signals may be tuned on it)")
     parser.add_argument("--task", help="one task only")
     parser.add_argument("--check", action="store_true", help="verify the copies present; download nothing")
     args = parser.parse_args(argv)
-    wild = Path(args.root) / "judges" / "wild"
+    wild = Path(args.root) / "judges" / args.set
     if not wild.is_dir():
         print(f"error: no {wild} here (run from the repository root or pass --root)", file=sys.stderr)
         return 2
