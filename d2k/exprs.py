@@ -82,6 +82,15 @@ def names(expr: str) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - called
 
 
+def namespace(axes: dict, params: dict | None = None) -> dict:
+    """The names an expression may use for one workload: its numeric params (booleans count as
+    0/1), then its axes (an axis wins over a param of the same name). Every caller (inputs, work
+    and traffic formulas, validation) builds it here, so they agree."""
+    ns = {k: v for k, v in (params or {}).items() if isinstance(v, (int, float))}
+    ns.update(axes)
+    return ns
+
+
 def evaluate(expr: str | int | float, namespace: dict) -> int | float:
     """Evaluate ``expr`` with the variables of ``namespace``."""
     if isinstance(expr, (int, float)) and not isinstance(expr, bool):

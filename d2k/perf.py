@@ -9,10 +9,8 @@ from d2k.schema import DTYPE_BYTES, Task, TensorSpec, Workload
 
 
 def namespace(workload: Workload) -> dict:
-    """Names an expression may use: the axes, then numeric params."""
-    ns = {k: v for k, v in workload.params.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    ns.update(workload.axes)
-    return ns
+    """Names an expression may use (see ``exprs.namespace``)."""
+    return exprs.namespace(workload.axes, workload.params)
 
 
 def resolve_dtype(spec: TensorSpec, workload: Workload) -> str:

@@ -88,8 +88,7 @@ def undefined_names(task: Task, workloads: list[Workload]) -> list[Problem]:
     task.toml for each, rather than the same line for every workload."""
     if not workloads:
         return []
-    defined = set.union(*[set(w.axes) | {k for k, v in w.params.items() if isinstance(v, (int, float))}
-                          for w in workloads])
+    defined = set.union(*[set(exprs.namespace(w.axes, w.params)) for w in workloads])
     problems, seen = [], set()
     for field, expr in _expression_fields(task):
         for name in sorted(_names(expr) - defined - seen):
@@ -135,7 +134,7 @@ def check_workloads(task: Task, workloads: list[Workload]) -> list[Problem]:
         missing_dtypes = sorted(dtype_vars - set(w.dtypes))
         if missing_dtypes:
             problems.append(Problem(where, "dtypes", f"missing dtype variable {', '.join(missing_dtypes)}"))
-        ns = {k: v for k, v in w.params.items() if isinstance(v, (int, float))} | dict(w.axes)
+        ns = exprs.namespace(w.axes, w.params)
         shapes_ok = not missing_dtypes
         for spec in [*task.signature.inputs, *task.signature.outputs]:
             try:

@@ -40,9 +40,7 @@ def spec_dtype(spec: dict, dtypes: dict[str, torch.dtype], interpreter: bool) ->
 
 
 def namespace(workload: dict) -> dict:
-    ns = {k: v for k, v in workload.get("params", {}).items() if isinstance(v, (int, float))}
-    ns.update(workload["axes"])
-    return ns
+    return exprs.namespace(workload["axes"], workload.get("params"))
 
 
 def spec_shape(spec: dict, workload: dict) -> tuple[int, ...]:
