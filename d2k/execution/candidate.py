@@ -106,7 +106,7 @@ class Candidate:
         self.guard = TimerGuard()  # the timing primitives, captured before any candidate code runs
         for owner, attrs in ((timing.CudaTimer, ("measure", "flush_l2", "recording", "annotate")),
                              (timing.WallTimer, ("measure",)), (timing, ("device_spans",)),
-                             (wire, ("perturb", "pack", "send", "recv", "tensor_bytes")),
+                             (wire, ("perturb", "pack", "send", "recv", "tensor_bytes", "spin_s")),
                              (Candidate, ("outputs", "time", "call", "reply")),
                              # the tensor methods that copy and serialise outputs on this side
                              (torch.Tensor, ("clone", "detach", "contiguous", "reshape", "view", "cpu", "numpy",
@@ -241,7 +241,7 @@ class Candidate:
                 written = {name: c_clone(sets[i][name]) for name in mutated}
             self.reply({"op": "issued", "call": j})
             # on the GPU, wait hot: the next call must be issued as fast as the warm-up measured
-            decision, _ = wire.recv(self.cmd_fd, 0, spin_s=0.0 if self.interpreter else wire.SPIN_S)
+            decision, _ = wire.recv(self.cmd_fd, 0, spin_s=wire.spin_s(self.interpreter))
             kept.pop(decision.get("drop"), None)
             if decision.get("keep") and len(kept) < 8:
                 kept[j] = (copies, written)

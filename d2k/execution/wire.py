@@ -23,6 +23,13 @@ import torch
 
 MAX_HEADER = 1 << 20
 SPIN_S = 0.05  # how long either side of a GPU timing loop busy-polls for the other's message
+
+
+def spin_s(interpreter: bool) -> float:
+    """How long to busy-poll for the other side inside a timing loop: on the GPU, ``SPIN_S`` (a
+    sleeping thread issues the next call late); under the interpreter, not at all (nothing to
+    keep busy, and the cores are shared by the solutions running side by side)."""
+    return 0.0 if interpreter else SPIN_S
 # dtypes that may cross the boundary; anything else is refused
 DTYPES = {
     name: getattr(torch, name)

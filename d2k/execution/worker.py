@@ -371,7 +371,7 @@ class Checker:
         seen = 0
         while True:
             # answer each "issued" at once: the candidate waits for the decision between timed calls
-            reply, out = self.candidate.receive(spin_s=0.0 if self.interpreter else self.wire.SPIN_S)
+            reply, out = self.candidate.receive(spin_s=self.wire.spin_s(self.interpreter))
             if reply.get("op") == "issued":
                 j = int(reply.get("call", -1))
                 seen += 1
