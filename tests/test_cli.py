@@ -84,3 +84,33 @@ def test_compiled_reference_is_a_checked_baseline(tmp_path):
     assert rows and {(r["solution"], r["status"]) for r in rows} == {("compiled", "passed")}
     query = d2k("sql", "@" + str(__import__("conftest").ROOT / "analysis/queries/baselines_table.sql"))
     assert query.returncode == 0, query.stderr  # the analysts' table query runs (empty without GPU rows)
+
+
+def test_the_d2k_script_and_python_m_d2k_run_one_main():
+    from importlib.metadata import entry_points
+
+    from d2k.cli import main
+
+    (script,) = entry_points(group="console_scripts", name="d2k")
+    assert script.value == "d2k.cli:main" and script.load() is main  # `python -m d2k` (conftest's d2k_command) runs main too
+    out = d2k("--help")
+    assert out.returncode == 0, out.stderr
+    assert " judge " in out.stdout and " experiment " in out.stdout
+    assert "judge-eval" not in out.stdout  # the old spelling of `judge eval` works, unlisted
+    old = d2k("judge-eval", "--help")
+    assert old.returncode == 0 and "Usage: d2k judge-eval" in old.stdout and "--calibrate" in old.stdout
+
+
+def test_judge_sub_commands_and_the_old_spelling_agree():
+    out = d2k("judge", "--help")
+    assert out.returncode == 0, out.stderr
+    assert all(f" {name} " in out.stdout for name in ("code", "proposal", "optimize", "eval"))
+    new = d2k("judge", "code", "expert", "--task", "rmsnorm", "--json")
+    assert new.returncode == 0, new.stderr
+    payload = json.loads(new.stdout)
+    assert payload["solution"] == "expert" and payload["judge"] == "static" and len(payload["verdicts"]) == 7
+    # before the sub-commands: no `code`, options anywhere
+    for old in (("judge", "expert", "--task", "rmsnorm", "--json"), ("judge", "--task", "rmsnorm", "--json", "expert")):
+        out = d2k(*old)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["verdicts"] == payload["verdicts"]

@@ -265,6 +265,17 @@ def test_duckdb_never_loads_extensions_on_its_own(tmp_path):
      "or [judge] in d2k.toml), not 'bogus'"),
     (("judge", "expert", "--task", "rmsnorm", "--judge", "llm"),
      "error: no judge model configured: set D2K_JUDGE_MODEL (and D2K_JUDGE_API_BASE) or a [judge] table in d2k.toml"),
+    (("judge",), "error: d2k judge needs a command (code, proposal, optimize, eval); see `d2k judge --help`"),
+    (("judge", "code", "--bogus"), "error: No such option: --bogus; see `d2k judge code --help`"),
+    (("judge", "code", "expert", "--task", "rmsnorm", "--judge", "bogus"), "error: --judge must be one of static, llm, hybrid"),
+    (("judge", "eval", "--part", "nope"), "error: --part must be dev, test, wild or all, not 'nope'"),
+    # the spellings from before `judge` had sub-commands: bare `judge` is `judge code`, `proposal` and
+    # `optimize` may follow options, every old option is still accepted, `judge-eval` is `judge eval`
+    (("judge", "--task", "rmsnorm"), "error: give either a SOLUTION (with --task) or --all"),
+    (("judge", "--task", "rmsnorm", "proposal", "DESIGN.md"), "error: design file not found: DESIGN.md"),
+    (("judge", "proposal", "DESIGN.md", "--task", "rmsnorm", "--judge", "bogus"), "error: --judge must be one of static"),
+    (("judge", "optimize", "--task", "rmsnorm", "--all", "--json", "--db", "x.duckdb"), "error: no judge model configured"),
+    (("judge-eval", "--part", "nope"), "error: --part must be dev, test, wild or all, not 'nope'"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(tmp_path, args, message):
     small_content(tmp_path / "content")
@@ -444,32 +455,32 @@ def test_workload_ids_survive_the_terminal(tmp_path, monkeypatch, capsys):
     record["id"] = "rmsnorm_broken"
     wl.write_text(wl.read_text() + json.dumps(record) + "\n")
     monkeypatch.setenv("TERM", "xterm-256color")
-    from d2k import cli
+    from d2k.cli import common
 
-    monkeypatch.setattr(cli, "err_console", cli.Console(stderr=True, force_terminal=True, width=200))
+    monkeypatch.setattr(common, "err_console", common.Console(stderr=True, force_terminal=True, width=200))
     lines = _validate_lines(root, monkeypatch, capsys)
     assert any("workloads/rmsnorm.jsonl[rmsnorm_broken]: axes: missing axis H" in line for line in lines), lines
 
 
 # -- tables ------------------------------------------------------------------------------------
 def test_tables_never_cut_ids_at_80_columns(tmp_path, monkeypatch, capsys):
-    from d2k import cli
+    from d2k.cli import common
 
     root = small_content(tmp_path / "content", ("fused_linear_cross_entropy", "moe_grouped_topk_routing", "rmsnorm"))
     monkeypatch.setenv("D2K_ROOT", str(root))
-    monkeypatch.setattr(cli, "console", cli.Console(width=80, file=io.StringIO()))
+    monkeypatch.setattr(common, "console", common.Console(width=80, file=io.StringIO()))
     code, _, _ = run_main(("tasks",), capsys)
     assert code == 0
-    text = cli.console.file.getvalue()
+    text = common.console.file.getvalue()
     for task in ("fused_linear_cross_entropy", "moe_grouped_topk_routing", "rmsnorm"):
         assert task in text
     assert "…" not in text
     # a summary table whose ids alone are wider than the terminal: printed wider, not cut
-    out = cli.Console(width=80, file=io.StringIO())
+    out = common.Console(width=80, file=io.StringIO())
     ids = ["fused_linear_cross_entropy", "fused_linear_cross_entropy_llama31_8b_bt4096_with_a_long_suffix"]
-    cli._print_table(["task_id", "workload_id", "solution", "status", "median_ms", "reason"],
-                     [[*ids, "/a/long/path/to/candidate_[v2].py", "passed", 1.25, "x[3] = 4 [red]not markup[/red]"]],
-                     "GPU results", out=out)
+    common.print_table(["task_id", "workload_id", "solution", "status", "median_ms", "reason"],
+                       [[*ids, "/a/long/path/to/candidate_[v2].py", "passed", 1.25, "x[3] = 4 [red]not markup[/red]"]],
+                       "GPU results", out=out)
     text = out.file.getvalue()
     assert all(i in text for i in ids) and "candidate_[v2].py" in text and "…" not in text
     assert "[red]not" in text.replace("\n", " ").replace("│", " ")

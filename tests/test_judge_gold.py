@@ -27,12 +27,12 @@ def test_static_judge_agreement_is_measured_and_holds_its_level():
     # every row is decided except those of items that declare no static evidence
     declared = {(t, i.id) for t in bench.tasks for i in bench.items(t) if i.no_static_evidence}
     assert overall["decided"] == overall["n"] - sum((r.task_id, r.item_id) in declared for r in rows) > 0
-    # a regression guard on the in-sample (dev) agreement; test/wild are reported by judge-eval
+    # a regression guard on the in-sample (dev) agreement; test/wild are reported by `d2k judge eval`
     assert overall["f1"] >= 0.95 and overall["kappa"] >= 0.8
 
 
 def test_judge_eval_cli_stores_metrics():
-    out = subprocess.run(d2k_command("judge-eval", "--scope", "all"), capture_output=True, text=True, timeout=300)
+    out = subprocess.run(d2k_command("judge", "eval", "--scope", "all"), capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "judge static v2 against" in out.stdout
     stored = subprocess.run(d2k_command("sql", "SELECT scope, count(*) AS n FROM judge_metrics GROUP BY scope ORDER BY scope",

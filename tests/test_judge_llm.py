@@ -196,7 +196,7 @@ def test_cli_proposal_and_hybrid_through_the_real_entry_point(tmp_path):
         assert out.returncode == 0, out.stderr
         payload = json.loads(out.stdout)
         assert {v["verdict"] for v in payload["verdicts"]} == {"covered"} and payload["scores"]["combined"] == 100.0
-        out = d2k("judge", "naive", "--task", "rmsnorm", "--judge", "hybrid", env=env)
+        out = d2k("judge", "code", "naive", "--task", "rmsnorm", "--judge", "hybrid", env=env)
         assert out.returncode == 0, out.stderr
     stored = d2k("sql", "SELECT judge, count(*) AS n FROM verdicts GROUP BY judge ORDER BY judge", "--format", "json")
     rows = {r["judge"]: r["n"] for r in json.loads(stored.stdout)}
@@ -212,6 +212,8 @@ def test_cli_without_a_model_is_a_clear_error(tmp_path):
     assert out.returncode == 2 and "no judge model configured" in out.stderr and "Traceback" not in out.stderr
     out = d2k("judge", "proposal", "--task", "rmsnorm")
     assert out.returncode == 2 and "usage: d2k judge proposal DESIGN.md --task TASK" in out.stderr
+    out = d2k("judge", "--task", "rmsnorm", "proposal", str(design))  # the old spelling: options before `proposal`
+    assert out.returncode == 2 and "no judge model configured" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_judge_eval_llm_and_proposals_against_the_fake_endpoint():
@@ -224,11 +226,11 @@ def test_judge_eval_llm_and_proposals_against_the_fake_endpoint():
     with FakeOpenAI(responder) as server:
         env = {"D2K_JUDGE_MODEL": "fake", "D2K_JUDGE_API_BASE": server.base_url}
         # one frozen part (committed; the wild copies are not, so a clean clone has no wild files)
-        out = d2k("judge-eval", "--judge", "hybrid", "--scope", "level", "--part", "test", env=env)
+        out = d2k("judge", "eval", "--judge", "hybrid", "--scope", "level", "--part", "test", env=env)
         assert out.returncode == 0, out.stderr
         assert "judge hybrid v1 against" in out.stdout
         hybrid_calls = len(server.requests)
-        out = d2k("judge-eval", "--gold", "proposals", "--scope", "level", env=env)
+        out = d2k("judge-eval", "--gold", "proposals", "--scope", "level", env=env)  # the old spelling of `judge eval`
         assert out.returncode == 0, out.stderr
         proposal_calls = len(server.requests) - hybrid_calls
     bench = Benchmark.load()

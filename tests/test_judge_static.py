@@ -116,7 +116,7 @@ def d2k(*args):
 
 
 def test_judge_cli_stores_verdicts_and_scores(tmp_path):
-    out = d2k("judge", "expert", "--task", "rmsnorm", "--json")
+    out = d2k("judge", "code", "expert", "--task", "rmsnorm", "--json")
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     assert payload["status"] == "ok" and len(payload["verdicts"]) == 7
@@ -138,7 +138,7 @@ def test_judge_cli_stores_verdicts_and_scores(tmp_path):
 def test_judge_cli_bad_files_report_a_status(tmp_path, content, status):
     path = tmp_path / "bad.py"
     path.write_text(content)
-    out = d2k("judge", str(path), "--task", "rmsnorm", "--json")
+    out = d2k("judge", "code", str(path), "--task", "rmsnorm", "--json")
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     assert payload["status"] == status and payload["scores"] is None
@@ -148,7 +148,7 @@ def test_judge_cli_bad_files_report_a_status(tmp_path, content, status):
 def test_judge_cli_a_kernel_less_solution_scores_zero(tmp_path):
     path = tmp_path / "torch_only.py"
     path.write_text("import torch\ndef run(x, w, eps):\n    return x\n")
-    out = d2k("judge", str(path), "--task", "rmsnorm", "--json")
+    out = d2k("judge", "code", str(path), "--task", "rmsnorm", "--json")
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     assert payload["status"] == "no_kernel"
@@ -159,21 +159,24 @@ def test_judge_cli_a_kernel_less_solution_scores_zero(tmp_path):
 def test_judge_cli_binary_and_huge_files(tmp_path):
     junk = tmp_path / "junk.py"
     junk.write_bytes(bytes(range(256)) * 10)
-    out = d2k("judge", str(junk), "--task", "rmsnorm")
+    out = d2k("judge", "code", str(junk), "--task", "rmsnorm")
     assert out.returncode == 2 and "not a UTF-8 text file" in out.stderr and "Traceback" not in out.stderr
     huge = tmp_path / "huge.py"
     huge.write_text("# padding\n" * 1_100_000)
-    out = d2k("judge", str(huge), "--task", "rmsnorm", "--json")
+    out = d2k("judge", "code", str(huge), "--task", "rmsnorm", "--json")
     assert out.returncode == 0 and json.loads(out.stdout)["status"] == "too_large"
 
 
 def test_judge_all_judges_every_stored_solution(tmp_path):
     for name in ("expert", "naive"):
-        assert d2k("judge", name, "--task", "bf16_gemm").returncode == 0
-    out = d2k("judge", "--all")
+        assert d2k("judge", "code", name, "--task", "bf16_gemm").returncode == 0
+    out = d2k("judge", "code", "--all")
     assert out.returncode == 0, out.stderr
     assert "judged 2 stored solution(s): 2 ok" in out.stdout
-    assert d2k("judge").returncode == 2
+    old = d2k("judge", "--all")  # the spelling before `code`
+    assert old.returncode == 0 and "judged 2 stored solution(s): 2 ok" in old.stdout, old.stderr
+    bare = d2k("judge")
+    assert bare.returncode == 2 and "d2k judge needs a command (code, proposal, optimize, eval)" in bare.stderr
 
 
 def test_a_hybrid_run_keeps_every_item_in_the_views(tmp_path):

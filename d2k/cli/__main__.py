@@ -1,0 +1,3 @@
+from d2k.cli import main
+
+main()

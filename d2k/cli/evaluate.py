@@ -1,0 +1,208 @@
+"""Running solutions and storing what they measure: ``d2k eval``, ``d2k bench``, ``d2k calibrate``,
+and ``d2k ingest`` (results measured on another machine)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from d2k.cli import common
+from d2k.cli.common import (
+    EXIT_FAILED,
+    DbOption,
+    RichProgress,
+    app,
+    checked_bench,
+    open_store,
+    packaged_query,
+    print_table,
+    resolve_backend,
+)
+from d2k.errors import D2KError
+
+
+def _summary(store, env: dict, solution_ids: list[str], per_workload: bool) -> None:
+    """The table after a run: speedups on a GPU (per workload or per task), correctness on the interpreter."""
+    if not solution_ids:
+        return
+    backend = env.get("backend")
+    if backend == "cuda" and per_workload:
+        query = "summary_gpu_workloads"
+        title = f"GPU results on {env.get('gpu_name')} (median of per-call times, L2 flushed)"
+    elif backend == "cuda":
+        query = "summary_gpu_tasks"
+        title = f"Per task on {env.get('gpu_name')}: geometric means over bench workloads"
+    else:
+        query = "summary_interpreter"
+        title = "Correctness under the CPU Triton interpreter (timings there are not kernel speed)"
+    cols, rows = store.query(packaged_query(query), [env["env_id"], solution_ids])
+    print_table(cols, rows, title)
+
+
+def _run(bench_content, plans, backend: str, command: str, args: dict, db, force: bool, per_workload: bool, timeout: float,
+         timed: bool = True):
+    from d2k.runner import Limits
+    from d2k.sweep import run_sweep
+
+    store = open_store(db)
+    progress = RichProgress(command)
+    limits = Limits(per_workload_s=timeout, total_s=max(timeout * 4, 3600.0))
+    try:
+        result = run_sweep(bench_content, store, plans, backend, command, args, limits=limits, force=force, progress=progress,
+                           timed=timed)
+    finally:
+        progress.stop()
+    if result.skipped:
+        common.err_console.print(f"skipped {result.skipped} evaluation(s) already stored for this environment (--force to redo)")
+    failed = [r for r in result.records if r["status"] != "passed"]
+    for r in failed:
+        common.err_console.print(f"[red]{escape(str(r['status']))}[/red] "
+                                 + escape(f"{r['task_id']} · {r['solution']} · {r['workload_id']}: {r.get('reason')}"),
+                                 highlight=False, soft_wrap=True)
+    _summary(store, result.env, sorted({p.solution.solution_id for p in plans}), per_workload)
+    common.err_console.print(f"run {result.run_id}: results in {result.results_path}, store {store.path}",
+                             markup=False, highlight=False)
+    store.close()
+    return result
+
+
+@app.command("eval")
+def eval_cmd(
+    task: str = typer.Argument(..., help="Task id (see `d2k tasks`)."),
+    solution: str = typer.Argument(..., help="A solution file, or expert | naive | reference | compiled."),
+    workloads: str = typer.Option("auto", help="bench | smoke | all (auto: bench on a GPU, smoke on the interpreter)."),
+    backend: str = typer.Option("auto", help="auto | cuda | interpreter."),
+    reference: bool = typer.Option(True, help="Also time the PyTorch reference (for the speedup)."),
+    force: bool = typer.Option(False, help="Re-run evaluations the store already holds."),
+    timeout: float = typer.Option(600.0, help="Seconds per workload before the worker is killed."),
+    db: str | None = DbOption,
+):
+    """Check and time one solution on a task's workloads, each solution in its own process."""
+    from d2k.solutions import resolve
+    from d2k.sweep import Plan
+
+    bench = checked_bench([task])
+    backend = resolve_backend(backend)
+    tag = workloads if workloads != "auto" else ("bench" if backend == "cuda" else "smoke")
+    selected = bench.select_workloads(task, tag)
+    if not selected:
+        raise D2KError(f"task {task} has no {tag} workloads")
+    plans = [Plan(resolve(bench, task, solution), selected)]
+    if reference and solution != "reference" and backend == "cuda":
+        plans.append(Plan(resolve(bench, task, "reference"), selected))
+    result = _run(bench, plans, backend, "eval", {"task": task, "solution": solution, "workloads": tag}, db, force, True, timeout)
+    if any(r["status"] != "passed" for r in result.records if r["solution_id"] == plans[0].solution.solution_id):
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def bench(
+    tasks: str | None = typer.Option(None, "--tasks", help="Comma-separated task ids (default: all)."),
+    solution: list[str] | None = typer.Option(None, "--solution",
+                                       help="expert | naive | reference | compiled (torch.compile of the reference) | "
+                                            "baselines (each library adapter in tasks/<id>/baselines/) | PATH; "
+                                            "repeat for several."),
+    workloads: str = typer.Option("auto", help="bench | smoke | all (auto: bench on a GPU, smoke on the interpreter)."),
+    backend: str = typer.Option("auto", help="auto | cuda | interpreter."),
+    force: bool = typer.Option(False, help="Re-run evaluations the store already holds."),
+    time_interpreter: bool = typer.Option(False, "--time-interpreter",
+                                          help="Also time calls under the CPU interpreter (wall clock, never kernel speed)."),
+    per_workload: bool = typer.Option(False, "--per-workload", help="Summarise per workload instead of per task."),
+    timeout: float = typer.Option(600.0, help="Seconds per workload before the worker is killed."),
+    db: str | None = DbOption,
+):
+    """Run solutions over tasks (default: every task's expert, naive and reference) and summarise."""
+    from d2k.solutions import resolve
+    from d2k.sweep import Plan
+
+    only = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    bench_content = checked_bench(only)
+    backend = resolve_backend(backend)
+    tag = workloads if workloads != "auto" else ("bench" if backend == "cuda" else "smoke")
+    # Defaults: on a GPU every task's expert, naive and reference, checked and timed; under the CPU
+    # interpreter the experts' correctness only (its timings are never kernel speed, and every
+    # solution costs two process starts there), so the README's main job stays short.
+    if not solution:
+        solution = ["expert", "naive", "reference"] if backend == "cuda" else ["expert"]
+    timed = backend == "cuda" or time_interpreter
+    plans = []
+    for task_id in bench_content.tasks:
+        selected = bench_content.select_workloads(task_id, tag)
+        for name in solution:
+            if name == "naive" and not (bench_content.task_dir(task_id) / "naive.py").is_file():
+                continue
+            if name == "reference" and backend != "cuda":
+                continue  # the reference is the comparison; timing it on the interpreter means nothing
+            if name == "baselines":
+                from d2k.solutions import baselines
+
+                plans.extend(Plan(b, selected) for b in baselines(bench_content, task_id) if selected)
+                continue
+            if selected:
+                plans.append(Plan(resolve(bench_content, task_id, name), selected))
+    if not plans:
+        raise D2KError("nothing to run: no workloads or solutions matched")
+    result = _run(bench_content, plans, backend, "bench",
+                  {"tasks": only, "solutions": solution, "workloads": tag, "timed": timed},
+                  db, force, per_workload, timeout, timed=timed)
+    if any(r["status"] != "passed" for r in result.records):
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def calibrate(db: str | None = DbOption):
+    """Measure copy bandwidth and bf16/fp8/fp32 matmul peaks on this GPU and store them with the environment."""
+    import uuid
+
+    from d2k import runner
+    from d2k.execution.probe import detect_backend, probe_environment
+    from d2k.sweep import work_dir
+
+    backend = "cuda"
+    if detect_backend("auto") != "cuda":
+        raise D2KError("calibrate needs a CUDA GPU (torch sees none)")
+    directory = work_dir() / "calibrations" / uuid.uuid4().hex[:8]
+    env = probe_environment(backend, directory)
+    with common.console.status("measuring copy bandwidth and matmul peaks…"):
+        cal = runner.run_single({"kind": "calibrate", "backend": backend, "timing": {}}, directory, "calibration", 900)
+    store = open_store(db)
+    store.add_environment(env)
+    store.add_calibration(uuid.uuid4().hex, env, cal)
+    table = Table(title=f"Calibration of {env.get('gpu_name')} (sm {env.get('compute_capability')}, driver {env.get('driver')})")
+    table.add_column("ceiling")
+    table.add_column("measured", justify="right")
+    table.add_row("copy bandwidth (read + write)", f"{cal['copy_bytes_per_s'] / 1e12:.3f} TB/s")
+    for key, label in (("bf16_flops_per_s", "bf16 matmul"), ("fp8_flops_per_s", "fp8 matmul"),
+                       ("fp32_flops_per_s", "fp32 matmul (no tf32)")):
+        if cal.get(key):
+            table.add_row(label, f"{cal[key] / 1e12:.1f} TFLOP/s")
+    common.console.print(table)
+    (directory / "calibration.json").write_text(json.dumps({"env": env, "calibration": cal}, indent=1, default=str))
+    common.console.print(f"stored, and written to {directory / 'calibration.json'} (for d2k ingest elsewhere)")
+    store.close()
+
+
+@app.command()
+def ingest(files: list[Path] = typer.Argument(..., help="results.jsonl files of d2k runs, or calibration.json files of d2k "
+                                                        "calibrate, written elsewhere."),
+           db: str | None = DbOption):
+    """Load results produced on another machine (e.g. a GPU node) into the store."""
+    from d2k.ingest import ingest as ingest_file
+
+    store = open_store(db)
+    try:  # the content is stored alongside when it is valid; results are ingested either way
+        bench_content = checked_bench()
+    except D2KError:
+        bench_content = None
+    try:
+        for path in files:  # each file whole or not at all; the first bad one stops here
+            counts = ingest_file(store, bench_content, path)
+            added = ", ".join(f"{v} {k}(s)" for k, v in counts.items() if v and k != "unchanged") or "nothing new"
+            unchanged = f" ({counts['unchanged']} record(s) already stored)" if counts.get("unchanged") else ""
+            common.console.print(f"{path}: {added}{unchanged}", markup=False, highlight=False, soft_wrap=True)
+    finally:
+        store.close()
