@@ -34,7 +34,7 @@ def test_static_judge_agreement_is_measured_and_holds_its_level():
 def test_judge_eval_cli_stores_metrics():
     out = subprocess.run(d2k_command("judge", "eval", "--scope", "all"), capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert "judge static v2 against" in out.stdout
+    assert "judge static v3 against" in out.stdout
     stored = subprocess.run(d2k_command("sql", "SELECT scope, count(*) AS n FROM judge_metrics GROUP BY scope ORDER BY scope",
                                         "--format", "json"), capture_output=True, text=True, timeout=120)
     counts = {r["scope"]: r["n"] for r in json.loads(stored.stdout)}

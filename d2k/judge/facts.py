@@ -265,7 +265,7 @@ def _py_params(fn) -> tuple[list[str], list[str]]:
     return params, constexprs
 
 
-def _python_facts(source: bytes, path: str, entry: str | None, ran) -> SolutionFacts:
+def _python_facts(source: bytes, path: str, entry: str | None, ran, backward: bool = True) -> SolutionFacts:
     py, _ = _parsers()
     tree = py.parse(source)
     root = tree.root_node
@@ -315,6 +315,8 @@ def _python_facts(source: bytes, path: str, entry: str | None, ran) -> SolutionF
     _walk_host(root, host, kernel_ranges)
     host.source = ""
     facts.host = host
+    if program is not None:
+        _unalias_calls([*facts.kernels, host], program.aliases())
     kernel_names = {k.name for k in facts.kernels}
     for call in host.calls:
         base = call.name.split("[", 1)[0]
@@ -330,8 +332,26 @@ def _python_facts(source: bytes, path: str, entry: str | None, ran) -> SolutionF
         facts.status, facts.detail = "no_kernel", "no @triton.jit or __global__ function found"
         return facts
     facts.program = program   # not a dataclass field: signals read values through it
-    _restrict(facts, program, entry, ran, cuda_host)
+    _restrict(facts, program, entry, ran, cuda_host, backward)
     return facts
+
+
+def _unalias_calls(scopes: list[Kernel], aliases: dict[str, str]) -> None:
+    """Read calls through module-level aliases of dotted names: with ``tl_exp2 = tl.exp2`` at
+    module level, a kernel's ``tl_exp2(qk)`` is the call ``tl.exp2`` (in its loops too)."""
+    if not aliases:
+        return
+
+    def canonical(name: str) -> str:
+        head, dot, rest = name.partition(".")
+        target = aliases.get(head.split("[", 1)[0]) if "[" not in head else None
+        return target + dot + rest if target else name
+
+    for k in scopes:
+        for c in k.calls:
+            c.name = canonical(c.name)
+        for loop in k.loops:
+            loop.calls = [canonical(n) for n in loop.calls]
 
 
 def _cuda_closure(roots: set[str], kernels: list[Kernel], cuda_host: list[tuple[str, list[str]]]) -> set[str]:
@@ -350,7 +370,7 @@ def _cuda_closure(roots: set[str], kernels: list[Kernel], cuda_host: list[tuple[
     return out
 
 
-def _restrict(facts: SolutionFacts, program, entry: str | None, ran, cuda_host) -> None:
+def _restrict(facts: SolutionFacts, program, entry: str | None, ran, cuda_host, backward: bool = True) -> None:
     """Keep only what runs: the kernels, host code and launches reachable from ``entry``."""
     from d2k.judge import program as program_mod
 
@@ -359,7 +379,7 @@ def _restrict(facts: SolutionFacts, program, entry: str | None, ran, cuda_host) 
         reached = {k.name for k in facts.all_kernels}
         launched, helpers, dead_lines = {}, {}, []
     else:
-        reach = program_mod.reachable(program, entry)
+        reach = program_mod.reachable(program, entry, backward)
         if reach.note:
             facts.reach_note = "; ".join(x for x in (facts.reach_note, reach.note) if x)
         reached = set(reach.kernels)
@@ -645,11 +665,13 @@ def _walk_cuda(node, kernel: Kernel, depth: int, loop_stack: list[Loop], line_of
 
 
 # -- entry point ---------------------------------------------------------------------------------
-def extract(source: bytes | str, path: str = "<solution>", entry: str | None = "run", ran=None) -> SolutionFacts:
+def extract(source: bytes | str, path: str = "<solution>", entry: str | None = "run", ran=None,
+            backward: bool = True) -> SolutionFacts:
     """Facts of one solution file, restricted to what ``entry`` reaches (every host function is an
     entry when the file has no ``entry``; ``entry=None`` makes that so). ``ran``: kernel names a GPU
-    profile saw run (optional), which confirm or add kernels. Never raises on bad input: the status
-    says what was wrong."""
+    profile saw run (optional), which confirm or add kernels. ``backward``: whether the task takes a
+    gradient, so that a ``torch.autograd.Function``'s backward runs (``takes_gradient``). Never
+    raises on bad input: the status says what was wrong."""
     if isinstance(source, str):
         source = source.encode("utf-8", "surrogateescape")
     if len(source) > MAX_BYTES:
@@ -685,7 +707,7 @@ def extract(source: bytes | str, path: str = "<solution>", entry: str | None = "
         facts.units = [Unit(k.name, [k.name] + sorted((_cuda_closure({k.name}, facts.kernels, []) - {k.name}) & names))
                        for k in facts.kernels if not k.helper]
         return facts
-    return _python_facts(source, path, entry, ran)
+    return _python_facts(source, path, entry, ran, backward)
 
 
 def extract_file(path, entry: str | None = "run", ran=None) -> SolutionFacts:

@@ -387,13 +387,41 @@ class Program:
         return [f for f in self.funcs.values() if f.kernel]
 
     def resolve(self, name: str, scope: Func) -> list[str]:
-        """Functions (qualnames) a bare name read in ``scope`` can denote."""
+        """Functions (qualnames) a bare name read in ``scope`` can denote. A name a function
+        assigns (or takes as a parameter) is local to it in Python and shadows a module-level def
+        of the same name (``rms_norm = x * r`` in a kernel does not reach ``def rms_norm``); what
+        it was assigned from is read, and reached, where it is assigned."""
         s: Func | None = scope
         while s is not None:
             if name in s.nested:
                 return [s.nested[name]]
+            if s is not self.module and (name in s.bindings or name in s.params):
+                return []
             s = self.funcs.get(s.parent) if s.parent else None
         return self.by_name(name)
+
+    def aliases(self) -> dict[str, str]:
+        """Module-level names bound only to a dotted name (``tl_exp2 = tl.exp2``; in a version
+        check, ``if triton >= 3: fast_expf = tl.math.exp else: fast_expf = tl.math.fast_expf``, the
+        first arm, the newer API): name -> the dotted name, so a call ``tl_exp2(x)`` is read as
+        ``tl.exp2(x)``."""
+        out = {}
+        for name, bindings in self.module.bindings.items():
+            if self.by_name(name) or name in self.classes:
+                continue
+            targets = []
+            for b in bindings:
+                v = b.value
+                if b.index is not None or b.iterate or not isinstance(v, ast.Attribute):
+                    break
+                text = _call_name(v)
+                if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", text):
+                    break
+                targets.append(text)
+            else:
+                if targets:
+                    out[name] = targets[0]
+        return out
 
     def method(self, cls: str, name: str, seen=None) -> list[str]:
         info = self.classes.get(cls)
@@ -468,7 +496,16 @@ class Program:
         return Value(None, deps, texts)
 
     def _element(self, container: ast.expr, index: ast.expr, scope: Func, depth: int, seen) -> Value | None:
-        """x[i] of a literal tuple/list x (or a name bound to one) and a constant i."""
+        """x[i] of a literal tuple/list x (or a name bound to one) and a constant i; cfg["key"] of
+        a config dict (see ``_dict_entries``)."""
+        if isinstance(index, ast.Constant) and isinstance(index.value, str):
+            entries = self._dict_entries(container, index.value, scope, depth)
+            if not entries:
+                return None
+            values = [self.value(e, s, depth + 1, seen) for s, e in entries]
+            nums = frozenset().union(*[v.numbers for v in values]) if all(v.numbers is not None for v in values) else None
+            return Value(_cap(nums), frozenset().union(*[v.deps for v in values]), tuple(t for v in values for t in v.texts),
+                         _union([v.interval for v in values]))
         idx = self.value(index, scope, depth + 1, seen)
         if not idx.constant:
             return None
@@ -481,6 +518,70 @@ class Program:
             node, scope = bindings[0][1].value, bindings[0][0]
         if isinstance(node, (ast.Tuple, ast.List)) and isinstance(i, int) and -len(node.elts) <= i < len(node.elts):
             return self.value(node.elts[i], scope, depth + 1, seen)
+        return None
+
+    def _dict_entries(self, container: ast.expr, key: str, scope: Func, depth: int) -> list[tuple[Func, ast.expr]] | None:
+        """The expressions a config dict gives ``key``: a dict literal or ``dict(key=...)`` call, a
+        name bound to one, a table of them indexed by anything (``CONFIGS[arch]``), or a call of a
+        function of the file returning them (``cfg = _config(M, N); cfg["num_warps"]``); None when
+        some source is not such a dict (then nothing is claimed)."""
+        if depth > MAX_DEPTH:
+            return None
+        node = container
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values, strict=True):
+                if isinstance(k, ast.Constant) and k.value == key:
+                    return [(scope, v)]
+            return None
+        if isinstance(node, ast.Call) and _call_name(node.func) == "dict":
+            for kw in node.keywords:
+                if kw.arg == key:
+                    return [(scope, kw.value)]
+            return None
+        if isinstance(node, ast.IfExp):
+            a = self._dict_entries(node.body, key, scope, depth + 1)
+            b = self._dict_entries(node.orelse, key, scope, depth + 1)
+            return a + b if a is not None and b is not None else None
+        if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Dict)):
+            table = node.value
+            if isinstance(table, ast.Name):
+                bs = self._bindings(table.id, scope)
+                if len(bs) != 1 or bs[0][1].index is not None or bs[0][1].iterate:
+                    return None
+                table, tscope = bs[0][1].value, bs[0][0]
+            else:
+                tscope = scope
+            if isinstance(table, ast.Dict) and table.values:
+                out = []
+                for v in table.values:
+                    got = self._dict_entries(v, key, tscope, depth + 1)
+                    if got is None:
+                        return None
+                    out += got
+                return out
+            return None
+        if isinstance(node, ast.Name):
+            bs = self._bindings(node.id, scope)
+            if not bs or any(b.index is not None or b.iterate for _, b in bs):
+                return None
+            out = []
+            for s, b in bs:
+                got = self._dict_entries(b.value, key, s, depth + 1)
+                if got is None:
+                    return None
+                out += got
+            return out
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            targets = self.resolve(node.func.id, scope)
+            out = []
+            for q in targets:
+                f = self.funcs[q]
+                for r in f.returns:
+                    got = self._dict_entries(r, key, f, depth + 1)
+                    if got is None:
+                        return None
+                    out += got
+            return out or None
         return None
 
     def _bindings(self, name: str, scope: Func) -> list[tuple[Func, Binding]]:
@@ -748,9 +849,25 @@ class Reach:
 CUDA_LOADERS = re.compile(r"(^|\.)(load_inline|load|RawModule|RawKernel|compile_kernel)$")
 
 
-def reachable(program: Program, entry: str | None) -> Reach:
+def autograd_function(program: Program, cls: str, seen: frozenset = frozenset()) -> bool:
+    """Is the class a ``torch.autograd.Function`` (a base named ``Function``, directly or through
+    classes of the file)?"""
+    info = program.classes.get(cls)
+    if info is None or cls in seen:
+        return False
+    return any(b.split(".")[-1] == "Function" or autograd_function(program, b.split(".")[-1], seen | {cls})
+               for b in info.bases)
+
+
+def reachable(program: Program, entry: str | None, backward: bool = True) -> Reach:
+    """What runs from ``entry``. ``backward``: whether a gradient is taken (the task asks for one),
+    so the ``backward`` of a ``torch.autograd.Function`` runs after its ``forward``; without one a
+    Function reached through ``Cls.apply`` runs its forward only."""
     roots = ([entry] if entry in program.funcs else program.by_name(entry)) if entry else []   # run, or Cls.method
     roots = [q for q in roots if not program.funcs[q].kernel]
+    if backward:   # the entry is a Function's method (Cls.forward): the harness takes the gradient through it
+        roots += [m for q in roots if program.funcs[q].cls and autograd_function(program, program.funcs[q].cls)
+                  for m in program.method(program.funcs[q].cls, "backward") if m not in roots]
     note = ""
     if not roots:
         roots = [q for q, f in program.funcs.items() if not f.kernel and q != "<module>"]
@@ -770,7 +887,8 @@ def reachable(program: Program, entry: str | None) -> Reach:
         for q in program.resolve(name, scope):
             work.append(q)
         if name in program.classes:
-            work.extend(program.classes[name].methods.values())
+            skip = () if backward or not autograd_function(program, name) else ("backward",)
+            work.extend(q for m, q in program.classes[name].methods.items() if m not in skip)
         if name in program.module.bindings and name not in module_vars_done and not program.by_name(name):
             module_vars_done.add(name)
             pseudo = Func(f"<var {name}>", name, 0, 0)

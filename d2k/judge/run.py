@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 
 from d2k.content import Benchmark
@@ -57,7 +58,8 @@ def judge_source(bench: Benchmark, task_id: str, source: bytes | str, path: str,
     if not items:
         raise D2KError(f"task {task_id} has no design rubric items")
     ran = profile_kernel_names(store, solution_id) if store is not None else None
-    facts = facts_mod.extract(source, path, entry=entry or bench.task(task_id).entry_point, ran=ran)
+    task = bench.task(task_id)
+    facts = facts_mod.extract(source, path, entry=entry or task.entry_point, ran=ran, backward=takes_gradient(task))
     verdicts = static.judge(facts, items)
     version, model = static.VERSION, None
     if judge in ("llm", "hybrid"):
@@ -74,6 +76,16 @@ def judge_source(bench: Benchmark, task_id: str, source: bytes | str, path: str,
     scored = facts.status == "ok" or facts.status in static.NOT_RUN   # nothing of its own runs: every item 0
     scores = graph.score(items, {v.item_id: v.verdict for v in verdicts}) if scored else None
     return Judgement(task_id, solution_id, facts.status, facts.detail, verdicts, scores, judge, version, model)
+
+
+_GRADIENT = re.compile(r"(?i)\bgradients?\b|\bbackward\b")
+
+
+def takes_gradient(task) -> bool:
+    """Does the task ask for a gradient (its title or description speaks of a gradient or a
+    backward pass)? Only then does the ``backward`` of a ``torch.autograd.Function`` the entry goes
+    through run: a forward-only task's harness never differentiates the output."""
+    return bool(_GRADIENT.search(f"{getattr(task, 'title', '')}\n{getattr(task, 'description', '')}"))
 
 
 def profile_kernel_names(store, solution_id: str) -> set[str] | None:

@@ -32,7 +32,7 @@ FIELD_TYPES = [
                                    "arg_value", "bound_from", "pointer_depends")],
     *[(f, (int,), "an integer") for f in ("min_count", "min_configs", "arg_index")],
     *[(f, (int, float), "a number") for f in ("min", "max")],
-    *[(f, (bool,), "true or false") for f in ("varies", "across")],
+    *[(f, (bool,), "true or false") for f in ("varies", "across", "grid_stride")],
     ("axis", (int, str), "an integer"),
     ("rel_tol", (int, float), "a number"),
     ("key_contains", (list,), "a list of text"),
@@ -421,7 +421,8 @@ def _call_fits(signal: dict, facts: SolutionFacts, k: Kernel, c: Call) -> bool:
 @signal_kind("keyword", fields=("name", "value?", "where? (config/launch/call/any)"))
 def _keyword_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
     """a keyword argument (`num_warps`, `launch_pdl`, `warp_specialize`, …; `**dict` included) is
-    given in the unit's `triton.Config`s, launches or calls, optionally with a value"""
+    given in the unit's `triton.Config`s, launches or calls, optionally with a value (its text, or a
+    number its value can take followed back: `num_stages=num_stages` returned as 2 or 3 by a helper)"""
     name, where = signal["name"], signal.get("where", "any")
     value = signal.get("value")
     sources: list[tuple[str, Call]] = []
@@ -436,13 +437,27 @@ def _keyword_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
     seen = set()
     for kname, c in sources:
         text = _config_items(c, name, keywords=_keywords(facts, c))
-        if text is None or (value is not None and text.strip() != str(value)):
+        if text is None or (value is not None and not _keyword_value_is(facts, c, text, value)):
             continue
         key = (c.line, c.text)
         if key not in seen:
             seen.add(key)
             ev.append(Evidence(kname, c.line, c.text))
     return Result(bool(ev), ev)
+
+
+def _keyword_value_is(facts: SolutionFacts, call: Call, text: str, value) -> bool:
+    """Is a keyword's argument ``value``: the same text, or a number its value, followed back
+    through the program, can take (``num_stages=num_stages`` with ``num_stages`` returned as 2 or
+    3 by a helper is 3)?"""
+    if text.strip() == str(value):
+        return True
+    try:
+        wanted = float(value)
+    except (TypeError, ValueError):
+        return False
+    v = _value(facts, text, call.line)
+    return bool(v is not None and v.numbers and any(isinstance(x, (int, float)) and x == wanted for x in v.numbers))
 
 
 def _check_value(signal: dict, where: str) -> list[str]:
@@ -553,11 +568,13 @@ def _kernels_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
     return Result(ok, [Evidence(k.name, k.line, f"kernel {k.name}") for k in entries] if ok else [])
 
 
-@signal_kind("loop", fields=("contains_call?", "header_contains?", "bound_from?"))
+@signal_kind("loop", fields=("contains_call?", "header_contains?", "bound_from?", "grid_stride?"))
 def _loop_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
     """a loop contains a call to that name / has that text in its header / has a range whose value
     depends on something matching `bound_from` (e.g. the KV loop bound follows `program_id`, through
-    a helper's parameters)"""
+    a helper's parameters) / is (`grid_stride = true`) or is not (`false`) a grid-stride loop over
+    work items — `range(program_id, n, num_programs)`, a persistent kernel's row or tile loop, not
+    a loop over one row's column chunks"""
     ev: list[Evidence] = []
     for k in ctx.kernels:
         for loop in k.loops:
@@ -567,22 +584,110 @@ def _loop_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
                 continue
             if "bound_from" in signal and not _loop_bound_from(facts, k, loop, signal["bound_from"]):
                 continue
+            if "grid_stride" in signal and _grid_stride(facts, k, loop) != bool(signal["grid_stride"]):
+                continue
             ev.append(Evidence(k.name, loop.line, loop.header))
     return Result(bool(ev), ev)
 
 
+GRID_SIZE = r"(?i)num_programs|\bnum_sms\b|\bn_sms\b|\bsm_count\b|\bnum_ctas\b|\bgrid\w*"
+
+
+def _grid_stride(facts: SolutionFacts, kernel: Kernel, loop: Loop) -> bool:
+    """Is the loop ``for i in range(start, n, step)`` (or ``tl.range``) with a start that follows
+    ``program_id`` and a step that follows the grid size (``tl.num_programs``, ``NUM_SMS``)?"""
+    import ast
+
+    program = _program(facts)
+    node = program.loops.get(loop.line) if program is not None and kernel.language == "triton" else None
+    if not isinstance(node, ast.For) or not isinstance(node.iter, ast.Call) or len(node.iter.args) < 3:
+        return False
+    if not re.search(r"(^|\.)range$", ast.unparse(node.iter.func)):
+        return False
+    scope = _scope_at(program, loop.line, kernel.name)
+    start, step = (program.value(a, scope) for a in (node.iter.args[0], node.iter.args[2]))
+    return bool(regex_module.search(r"program_id", "\n".join([*start.texts, *sorted(start.deps)]), timeout=PATTERN_TIMEOUT_S)
+                and regex_module.search(GRID_SIZE, "\n".join([*step.texts, *sorted(step.deps)]), timeout=PATTERN_TIMEOUT_S))
+
+
 @signal_kind("store_to_input", fields=("param?",))
 def _store_to_input_signal(signal: dict, facts: SolutionFacts, ctx: Context) -> Result:
-    """a kernel stores through a pointer parameter it also loads from (in place)"""
+    """a kernel stores through a pointer parameter it also loads from (in place), or through one
+    whose launch argument is the tensor it loads through another (`out = x`, `out = x if inplace
+    else torch.empty_like(x)`, followed through the host functions' parameters)"""
     ev: list[Evidence] = []
     for k in ctx.kernels:
         loaded = {pointer_base(k, c.args[0]) for c in k.calls if _name_matches("load", c.name) and c.args}
+        aliases = None
         for c in k.calls:
             if _name_matches("store", c.name) and c.args:
                 base = pointer_base(k, c.args[0])
-                if base in loaded and base in k.params and signal.get("param", base) == base:
-                    ev.append(Evidence(k.name, c.line, c.text))
+                if base not in k.params or signal.get("param", base) != base:
+                    continue
+                if base not in loaded:
+                    if aliases is None:
+                        aliases = _aliased_params(facts, k, loaded & set(k.params))
+                    if base not in aliases:
+                        continue
+                ev.append(Evidence(k.name, c.line, c.text))
     return Result(bool(ev), ev)
+
+
+def _aliased_params(facts: SolutionFacts, kernel: Kernel, loaded: set[str]) -> set[str]:
+    """The kernel's pointer parameters that some launch binds to a tensor it also passes for one of
+    the ``loaded`` parameters (the same host tensor under two parameters)."""
+    program = _program(facts)
+    unit = next((u for u in facts.units if u.kernel == kernel.name), None)
+    if program is None or unit is None or kernel.language != "triton" or not loaded:
+        return set()
+    ctx = Context([kernel], unit.launches, [], unit.kernel)
+    out: set[str] = set()
+    for call in unit.launches:
+        roots: dict[str, set] = {}
+        for p in kernel.params:
+            text = _launch_arg(facts, ctx, call, re.escape(p))
+            scope = _scope_at(program, call.line)
+            if isinstance(text, tuple):
+                text, scope = text
+            expr = _parse(text) if isinstance(text, str) else None
+            if expr is not None:
+                roots[p] = _tensor_roots(program, expr, scope)
+        for p, r in roots.items():
+            if p not in loaded and any(r & roots[q] for q in loaded if q in roots and q != p):
+                out.add(p)
+    return out
+
+
+def _tensor_roots(program, expr, scope, depth: int = 0) -> set:
+    """Where a host tensor expression comes from: an entry's parameter, or the expression that made
+    it (an allocation, a view), followed through assignments, both arms of a conditional and the
+    arguments a function's callers pass (``out = x if inplace else torch.empty_like(x)`` comes
+    from ``x`` or from that ``empty_like``)."""
+    import ast
+
+    from d2k.judge.program import _bound_arg
+
+    if depth > 6:
+        return {("?", ast.dump(expr))}
+    if isinstance(expr, ast.IfExp):
+        return _tensor_roots(program, expr.body, scope, depth + 1) | _tensor_roots(program, expr.orelse, scope, depth + 1)
+    if not isinstance(expr, ast.Name):
+        return {("expr", scope.qualname, getattr(expr, "lineno", 0), getattr(expr, "col_offset", 0))}
+    bindings = [(s, b) for s, b in program._bindings(expr.id, scope) if not b.iterate and b.index is None]
+    if bindings:
+        return set().union(*[_tensor_roots(program, b.value, s, depth + 1) for s, b in bindings])
+    owner = program._param_owner(expr.id, scope)
+    if owner is None:
+        return {("name", expr.id)}
+    index = owner.params.index(expr.id)
+    if owner.cls and owner.params and owner.params[0] in ("self", "cls", "ctx"):
+        index -= 1
+    out = set()
+    for site_scope, call in program.call_sites(owner):
+        arg = _bound_arg(call, expr.id, index)
+        if arg is not None:
+            out |= _tensor_roots(program, arg, site_scope, depth + 1)
+    return out or {("param", owner.qualname, expr.id)}
 
 
 @signal_kind("program_id", fields=("axis",))

@@ -29,7 +29,7 @@ from d2k.judge.facts import SolutionFacts
 from d2k.schema import DesignItem
 
 NAME = "static"
-VERSION = "2"
+VERSION = "3"
 VERDICTS = ("implemented", "partial", "missing", "undetermined", "judge_error")
 
 
