@@ -22,11 +22,6 @@ def _views_file(views: Path | None) -> Path:
     A missing file is an error, never an export without the metric views."""
     from d2k.store import VIEWS_FILE
 
-    # TRANSITIONAL (issue #20): d2k/cli.py still passes the views' old place, <root>/analysis/views.sql,
-    # which is gone since they moved into the package; it means the package's file. Drop this once the
-    # CLI passes no views.
-    if views is not None and not views.exists() and views.parts[-2:] == ("analysis", "views.sql"):
-        views = None
     views = views or VIEWS_FILE
     if not views.is_file():
         raise D2KError(f"the metric views file {views} is missing (a broken d2k installation? reinstall d2k)")

@@ -68,12 +68,12 @@ SECTIONS = [
     Section("trust", "What the trusted side could not vouch for",
             "Nothing flagged: no kernel-less solution, rejected timing, late-issued calls or sandbox warning."),
     Section("implementation", "Design properties implemented by solutions",
-            "No judged solutions: run `d2k judge --all`.", plots.implementation_heatmap),
+            "No judged solutions: run `d2k judge code --all`.", plots.implementation_heatmap),
     Section("unimplemented", "Design properties left out",
             "No static verdict marks a property missing or partial (or nothing was judged)."),
     Section("design_graph", "Design properties on their dependency graphs",
-            "No judged solutions: run `d2k judge --all`.", plots.design_graphs),
-    Section("judge_agreement", "Judges against the gold labels", "No judge evaluated yet: run `d2k judge-eval`."),
+            "No judged solutions: run `d2k judge code --all`.", plots.design_graphs),
+    Section("judge_agreement", "Judges against the gold labels", "No judge evaluated yet: run `d2k judge eval`."),
 ]
 
 

@@ -268,14 +268,14 @@ def test_duckdb_never_loads_extensions_on_its_own(tmp_path):
     (("judge",), "error: d2k judge needs a command (code, proposal, optimize, eval); see `d2k judge --help`"),
     (("judge", "code", "--bogus"), "error: No such option: --bogus; see `d2k judge code --help`"),
     (("judge", "code", "expert", "--task", "rmsnorm", "--judge", "bogus"), "error: --judge must be one of static, llm, hybrid"),
-    (("judge", "eval", "--part", "nope"), "error: --part must be dev, test, wild or all, not 'nope'"),
+    (("judge", "eval", "--part", "nope"), "error: --part must be dev, wild_dev, test, wild or all, not 'nope'"),
     # the spellings from before `judge` had sub-commands: bare `judge` is `judge code`, `proposal` and
     # `optimize` may follow options, every old option is still accepted, `judge-eval` is `judge eval`
     (("judge", "--task", "rmsnorm"), "error: give either a SOLUTION (with --task) or --all"),
     (("judge", "--task", "rmsnorm", "proposal", "DESIGN.md"), "error: design file not found: DESIGN.md"),
     (("judge", "proposal", "DESIGN.md", "--task", "rmsnorm", "--judge", "bogus"), "error: --judge must be one of static"),
     (("judge", "optimize", "--task", "rmsnorm", "--all", "--json", "--db", "x.duckdb"), "error: no judge model configured"),
-    (("judge-eval", "--part", "nope"), "error: --part must be dev, test, wild or all, not 'nope'"),
+    (("judge-eval", "--part", "nope"), "error: --part must be dev, wild_dev, test, wild or all, not 'nope'"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(tmp_path, args, message):
     small_content(tmp_path / "content")

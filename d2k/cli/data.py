@@ -113,23 +113,18 @@ def export(
     db: str | None = DbOption,
 ):
     """Write the store's tables and metric views (v_*) to Parquet or CSV files, one per name."""
-    from d2k.content import find_root
     from d2k.export import export as run_export
     from d2k.export import list_names
     from d2k.store import default_path
 
     path = str(db or default_path())
-    try:
-        views = find_root() / "analysis" / "views.sql"
-    except D2KError:
-        views = None
     if list_only:
-        tables, view_names = list_names(path, views)
+        tables, view_names = list_names(path)
         common.console.print("tables: " + ", ".join(tables), highlight=False, soft_wrap=True)
         common.console.print("views: " + ", ".join(view_names), highlight=False, soft_wrap=True)
         return
     names = [n.strip() for n in only.split(",") if n.strip()] if only else None
-    written, version = run_export(path, out, format, names, views)
+    written, version = run_export(path, out, format, names)
     rows = sum(n for _, _, n in written)
     common.console.print(f"wrote {len(written)} {format} file(s), {rows} row(s), to {out} (views version {version})",
                          highlight=False)

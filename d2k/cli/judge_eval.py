@@ -10,6 +10,7 @@ from d2k.cli import common
 from d2k.cli.common import DbOption, app, checked_bench, fmt, open_store, print_table
 from d2k.cli.judge import ApiBaseOption, ConcurrencyOption, ForceOption, ModelOption, judge_app, llm_context
 from d2k.errors import D2KError
+from d2k.judge.splits import FROZEN, PARTS
 
 _SHOWN = {"item": ("item", "level", "task", "all"), "level": ("level", "all"), "task": ("task", "all"), "all": ("all",)}
 _METRIC_COLUMNS = ("scope", "key", "n", "decided", "accuracy", "precision", "recall", "F1", "kappa")
@@ -24,20 +25,21 @@ def judge_eval(
     model: str | None = ModelOption,
     api_base: str | None = ApiBaseOption,
     concurrency: int | None = ConcurrencyOption,
-    part: str = typer.Option("all", "--part", help="Labelled part (judges/splits.toml): dev (in-sample) | test | wild | all."),
+    part: str = typer.Option("all", "--part", help="Labelled part (judges/splits.toml): dev, wild_dev (tuned on: in-sample) | "
+                             "test | wild (frozen) | all (dev, test and wild: the yardstick; wild_dev only when asked)."),
     boot: int = typer.Option(1000, "--boot", help="Bootstrap resamples (over solutions) for the 95% intervals; 0 for none."),
     calibrate: bool = typer.Option(False, "--calibrate",
                                    help="Write judges/static_calibration.json (strength precision on the frozen parts)."),
     db: str | None = DbOption,
 ):
-    """Agreement of a judge with the gold labels in judges/gold/ and judges/wild/, per part (dev /
-    test / wild) with bootstrap intervals: precision, recall, F1, Cohen's kappa, and the precision
+    """Agreement of a judge with the gold labels in judges/gold/, judges/wild/ and judges/wild_dev/, per
+    part (dev / wild_dev / test / wild) with bootstrap intervals: precision, recall, F1, Cohen's kappa, and the precision
     of each verdict strength."""
     from d2k.judge import agreement
     from d2k.judge.run import JUDGES, gold_rows, proposal_gold_rows, store_metrics
 
-    if part not in ("dev", "test", "wild", "all"):
-        raise D2KError(f"--part must be dev, test, wild or all, not {part!r}")
+    if part not in (*PARTS, "all"):
+        raise D2KError(f"--part must be {', '.join(PARTS)} or all, not {part!r}")
     if gold == "implementation":
         return _judge_eval_parts(judge_name, scope, force, model, api_base, concurrency, part, boot, calibrate, db)
 
@@ -99,7 +101,7 @@ def _judge_eval_parts(judge_name, scope, force, model, api_base, concurrency, pa
     store = open_store(db)
     store.sync_content(bench_content)
     context = llm_context(bench_content, model, api_base, concurrency) if judge_name != "static" else None
-    parts = ("dev", "test", "wild") if part == "all" else (part,)
+    parts = ("dev", "test", "wild") if part == "all" else (part,)  # the published yardstick: dev + the frozen parts
     rows, _ = gold_rows(bench_content, judge_name, context, store, force, parts=parts)
     if judge_name == "static":
         from d2k.judge.static import VERSION as version
@@ -121,7 +123,7 @@ def _judge_eval_parts(judge_name, scope, force, model, api_base, concurrency, pa
     cols, table = evaluation.strength_table(results)
     print_table(cols, table, "precision of each verdict strength (right / n)", right=cols[3:])
     if calibrate:
-        frozen = [r for r in rows if r.part in ("test", "wild")]
+        frozen = [r for r in rows if r.part in FROZEN]
         if judge_name != "static" or not frozen:
             raise D2KError("--calibrate needs the static judge and a labelled frozen part (test or wild)")
         record = calibration.compute(agreement.strength_precision(frozen), sorted({r.part for r in frozen}), version)
@@ -135,7 +137,7 @@ def _judge_eval_parts(judge_name, scope, force, model, api_base, concurrency, pa
     frozen_misses = 0
     for r in rows:
         if r.predicted in agreement.LABELS and r.predicted != r.gold:
-            if r.part != "dev":   # frozen parts: counted, not listed (no signal may be tuned on them)
+            if r.part in FROZEN:   # frozen parts: counted, not listed (no signal may be tuned on them)
                 frozen_misses += 1
                 continue
             line = f"{r.task_id}/{r.solution} {r.item_id}: gold {r.gold}, judge {r.predicted}"

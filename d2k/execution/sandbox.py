@@ -136,9 +136,11 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
     return prefix, env, {"layers": layers, "warnings": warnings, "root": root}
 
 
+NO_CUDA_EXIT = 3  # the CUDA check's exit status when the driver does not initialise or sees no device
 _CUDA_CHECK = ("import ctypes, sys\n"
                "lib = ctypes.CDLL('libcuda.so.1'); n = ctypes.c_int(0)\n"
-               "sys.exit(0 if lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0 else 3)")
+               "sys.exit(0 if lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0 "
+               f"else {NO_CUDA_EXIT})")
 _cuda_allowed: dict[tuple[bool, bool], bool] = {}
 
 

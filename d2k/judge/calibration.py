@@ -1,6 +1,6 @@
 """How often a static verdict of each strength is right, and which verdicts the hybrid judge re-asks.
 
-``d2k judge-eval --calibrate`` measures, on the frozen parts (test, and wild once labelled: the
+``d2k judge eval --calibrate`` measures, on the frozen parts (test, and wild once labelled: the
 signals were never tuned on them), the precision of the static judge's verdicts per strength and
 per strength x verdict (precision = the share equal to the gold label), and writes it to
 ``judges/static_calibration.json``. The hybrid judge keeps a static verdict only when its bucket's

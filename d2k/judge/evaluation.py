@@ -1,4 +1,4 @@
-"""``d2k judge-eval`` for code: agreement per part (dev / test / wild), with bootstrap intervals,
+"""``d2k judge eval`` for code: agreement per part (dev / wild_dev / test / wild), with bootstrap intervals,
 the precision of each strength, and the calibration the hybrid judge reads.
 
 Dev is in-sample for the static judge (its signals were tuned on those files); test and wild are

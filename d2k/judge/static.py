@@ -17,7 +17,7 @@ each item:
                 or a pattern signal ran past its time limit on this file.
 Evidence is (kernel, line, snippet) of the signals that decided. ``strength`` is ``weak`` when the
 decision rests only on text patterns or negations, ``strong`` otherwise; how often each strength
-is right on the gold sets is measured by ``d2k judge-eval`` (``calibration.py``).
+is right on the gold sets is measured by ``d2k judge eval`` (``calibration.py``).
 """
 
 from __future__ import annotations
