@@ -19,4 +19,4 @@ for i in $(seq 2 "${REPEATS:-1}"); do
   echo "repeat $i wall time: $(( $(date +%s) - start )) s"
 done
 tar czf "$OUT/runs.tgz" -C /tmp/d2kwork . 2>/dev/null
-[ "${GPUTESTS:-1}" = 1 ] && python3 -m pytest -q -m gpu tests/test_gpu.py -p no:cacheprovider 2>&1 | tail -15 | tee "$OUT/gpu_tests.log"
+[ "${GPUTESTS:-1}" = 1 ] && python3 -m pytest -q -m gpu tests/execution/test_gpu.py -p no:cacheprovider 2>&1 | tail -15 | tee "$OUT/gpu_tests.log"

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 
 import judge_responders  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
@@ -25,7 +25,7 @@ from fake_openai import FakeOpenAI  # noqa: E402
 from d2k.content import Benchmark  # noqa: E402
 from d2k.judge import gold  # noqa: E402
 from d2k.judge import settings as settings_mod  # noqa: E402
-from d2k.judge.run import LLMContext, judge_proposal_text, judge_source  # noqa: E402
+from d2k.judge.pipeline import LLMContext, judge_proposal_text, judge_source  # noqa: E402
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ import textwrap
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 
 import agent_script  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402

@@ -205,8 +205,8 @@ def build(out: Path, db: Path | None = None, workers: int = 2, progress=None) ->
     """Build the demo store (``out/demo.duckdb`` unless ``db``) and return what was made."""
     from d2k.content import Benchmark, find_root
     from d2k.experiment import spec as spec_mod
-    from d2k.experiment.run import run_experiment
-    from d2k.judge.run import LLMContext
+    from d2k.experiment.driver import run_experiment
+    from d2k.judge.pipeline import LLMContext
     from d2k.judge.settings import JudgeSettings
     from d2k.store import Store
 

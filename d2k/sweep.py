@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from d2k import runner
+from d2k import supervisor
 from d2k.content import Benchmark
 from d2k.errors import D2KError
 from d2k.execution.probe import probe_environment
@@ -140,14 +140,14 @@ def run_sweep(
     backend: str,
     command: str,
     args: dict,
-    limits: runner.Limits | None = None,
+    limits: supervisor.Limits | None = None,
     timing: dict | None = None,
     force: bool = False,
     progress=None,
     timed: bool = True,
 ) -> SweepResult:
     """Run every plan; ``progress`` (optional) gets ``start(total)``, ``workload(label)`` and ``advance()``."""
-    limits = limits or runner.Limits()
+    limits = limits or supervisor.Limits()
     base = work_dir()
     store.recover_stale_runs()
     env = probe_environment(backend, base)
@@ -237,7 +237,7 @@ def run_sweep(
                 with lock:
                     on_sandbox(event)
 
-            runner.run_solution(job, job_dir, context, limits, on_record, on_start, on_sandbox=on_sandbox_locked,
+            supervisor.run_solution(job, job_dir, context, limits, on_record, on_start, on_sandbox=on_sandbox_locked,
                                 cancel=cancel)
         finally:
             slots.put(slot)
@@ -256,7 +256,7 @@ def run_sweep(
     except KeyboardInterrupt:
         status = "interrupted"
         raise
-    except runner.Cancelled:
+    except supervisor.Cancelled:
         status = "interrupted"
         raise
     except BaseException:

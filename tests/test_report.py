@@ -8,7 +8,7 @@ import pytest
 from conftest import d2k_command
 
 from d2k.content import Benchmark, find_root
-from d2k.judge.run import judge_solution, store_judgement
+from d2k.judge.pipeline import judge_solution, store_judgement
 from d2k.report import SECTIONS, build, write
 from d2k.solutions import resolve
 from d2k.store import Store

@@ -22,7 +22,7 @@ from conftest import ROOT
 
 from d2k.content import Benchmark, find_root
 from d2k.ingest import ingest
-from d2k.judge.run import judge_solution, store_judgement
+from d2k.judge.pipeline import judge_solution, store_judgement
 from d2k.report import report
 from d2k.solutions import resolve
 from d2k.store import Store

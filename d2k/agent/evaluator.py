@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from d2k import runner
+from d2k import supervisor
 from d2k.content import Benchmark
 from d2k.job_payload import evaluation_job
 from d2k.solutions import Solution, resolve, sha256
@@ -22,12 +22,12 @@ def select_workloads(bench: Benchmark, task_id: str, tag: str, backend: str):
 
 class BackendEvaluator:
     def __init__(self, bench: Benchmark, task_id: str, backend: str, work_dir: Path,
-                 limits: runner.Limits | None = None, timing: dict | None = None, env: dict | None = None):
+                 limits: supervisor.Limits | None = None, timing: dict | None = None, env: dict | None = None):
         self.bench = bench
         self.task_id = task_id
         self.backend = backend
         self.work_dir = Path(work_dir)
-        self.limits = limits or runner.Limits(per_workload_s=300, total_s=1800)
+        self.limits = limits or supervisor.Limits(per_workload_s=300, total_s=1800)
         self.timing = timing
         self.env = env or {}      # e.g. CUDA_VISIBLE_DEVICES of the executor's worker
         self.calls = 0
@@ -42,7 +42,7 @@ class BackendEvaluator:
                              check=check, time=time)
         job["env"] = self.env
         context = {"solution_id": solution.solution_id, "task_id": self.task_id, "backend": self.backend}
-        return runner.run_solution(job, self.work_dir / f"eval-{self.calls:04d}", context, self.limits, lambda r: None)
+        return supervisor.run_solution(job, self.work_dir / f"eval-{self.calls:04d}", context, self.limits, lambda r: None)
 
     @staticmethod
     def _file_solution(task_id: str, path: Path) -> Solution:

@@ -45,7 +45,7 @@ def _summary(store, env: dict, solution_ids: list[str], per_workload: bool) -> N
 
 def _run(bench_content, plans, backend: str, command: str, args: dict, db, force: bool, per_workload: bool, timeout: float,
          timed: bool = True):
-    from d2k.runner import Limits
+    from d2k.supervisor import Limits
     from d2k.sweep import run_sweep
 
     store = open_store(db)
@@ -158,7 +158,7 @@ def calibrate(db: str | None = DbOption):
     """Measure copy bandwidth and bf16/fp8/fp32 matmul peaks on this GPU and store them with the environment."""
     import uuid
 
-    from d2k import runner
+    from d2k import supervisor
     from d2k.execution.probe import detect_backend, probe_environment
     from d2k.sweep import work_dir
 
@@ -168,7 +168,7 @@ def calibrate(db: str | None = DbOption):
     directory = work_dir() / "calibrations" / uuid.uuid4().hex[:8]
     env = probe_environment(backend, directory)
     with common.console.status("measuring copy bandwidth and matmul peaks…"):
-        cal = runner.run_single({"kind": "calibrate", "backend": backend, "timing": {}}, directory, "calibration", 900)
+        cal = supervisor.run_single({"kind": "calibrate", "backend": backend, "timing": {}}, directory, "calibration", 900)
     store = open_store(db)
     store.add_environment(env)
     store.add_calibration(uuid.uuid4().hex, env, cal)

@@ -38,7 +38,7 @@ def experiment_run(
 ):
     """Create the attempts (model x task x condition x seed) and run those not finished; resumable."""
     from d2k.experiment import spec as spec_mod
-    from d2k.experiment.run import run_experiment
+    from d2k.experiment.driver import run_experiment
     from d2k.sweep import work_dir
 
     spec = spec_mod.load(spec_path)
@@ -52,7 +52,7 @@ def experiment_run(
 
         settings = settings_mod.load(root=bench_content.root)
         if settings.model:
-            from d2k.judge.run import LLMContext
+            from d2k.judge.pipeline import LLMContext
 
             judge_context = LLMContext(bench_content, settings)
     store = open_store(db)
@@ -78,7 +78,7 @@ def experiment_status(
 ):
     """Attempts per model, task and condition: finished, failed, remaining."""
     from d2k.experiment import spec as spec_mod
-    from d2k.experiment.run import status_rows
+    from d2k.experiment.driver import status_rows
 
     experiment_id = spec_mod.load(spec_path).experiment_id if spec_path else None
     store = open_existing_store(db)

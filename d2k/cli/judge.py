@@ -84,7 +84,7 @@ def _unused(default, name: str):
 
 
 def _check_judge(judge_name: str) -> None:
-    from d2k.judge.run import JUDGES
+    from d2k.judge.pipeline import JUDGES
 
     if judge_name not in JUDGES:
         raise D2KError(f"--judge must be one of {', '.join(JUDGES)} (static needs no model; llm and hybrid need "
@@ -93,7 +93,7 @@ def _check_judge(judge_name: str) -> None:
 
 def llm_context(bench_content, model, api_base, concurrency):
     from d2k.judge import settings as settings_mod
-    from d2k.judge.run import LLMContext
+    from d2k.judge.pipeline import LLMContext
 
     overrides = {"model": model, "api_base": api_base, "concurrency": concurrency}
     return LLMContext(bench_content, settings_mod.load(overrides, root=bench_content.root))
@@ -115,7 +115,7 @@ def judge_code(
     _optimizer: str = _unused("bootstrap", "--optimizer"),
 ):
     """Which design items a solution's code implements, with evidence, scores and dependency flags (static, llm, hybrid)."""
-    from d2k.judge.run import judge_solution, store_judgement
+    from d2k.judge.pipeline import judge_solution, store_judgement
     from d2k.solutions import Solution, resolve
 
     _check_judge(judge_name)
@@ -188,7 +188,7 @@ def judge_proposal(
     _optimizer: str = _unused("bootstrap", "--optimizer"),
 ):
     """Grade a design written in prose against every design item of a task (LLM): covered, partial or missing, with quotes."""
-    from d2k.judge.run import judge_proposal_text, store_proposal
+    from d2k.judge.pipeline import judge_proposal_text, store_proposal
 
     _check_judge(judge_name)
     if design is None or not task:

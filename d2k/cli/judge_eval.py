@@ -36,7 +36,7 @@ def judge_eval(
     part (dev / wild_dev / test / wild) with bootstrap intervals: precision, recall, F1, Cohen's kappa, and the precision
     of each verdict strength."""
     from d2k.judge import agreement
-    from d2k.judge.run import JUDGES, gold_rows, proposal_gold_rows, store_metrics
+    from d2k.judge.pipeline import JUDGES, gold_rows, proposal_gold_rows, store_metrics
 
     if part not in (*PARTS, "all"):
         raise D2KError(f"--part must be {', '.join(PARTS)} or all, not {part!r}")
@@ -91,7 +91,7 @@ app.command("judge-eval", hidden=True)(judge_eval)
 def _judge_eval_parts(judge_name, scope, force, model, api_base, concurrency, part, boot, calibrate, db):
     """judge eval on code: every part separately (dev is in-sample for the static judge)."""
     from d2k.judge import agreement, calibration, evaluation
-    from d2k.judge.run import JUDGES, gold_rows, store_metrics
+    from d2k.judge.pipeline import JUDGES, gold_rows, store_metrics
 
     if scope not in ("item", "level", "task", "all"):
         raise D2KError(f"--scope must be item, level, task or all, not {scope!r}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from d2k import runner
+from d2k import supervisor
 from d2k.errors import D2KError
 
 
@@ -36,7 +36,7 @@ def probe_environment(backend: str, directory: Path) -> dict:
     (directory / "environment").mkdir(parents=True, exist_ok=True)
     # a fresh folder per probe: nothing a previous probe wrote can stand in for this one's answer
     with tempfile.TemporaryDirectory(dir=directory / "environment") as fresh:
-        env = runner.run_single(job, Path(fresh), "env", timeout_s=300)
+        env = supervisor.run_single(job, Path(fresh), "env", timeout_s=300)
     env.pop("event", None)
     if backend == "interpreter":
         _interpreter_env = dict(env)

@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from d2k import runner
+from d2k import supervisor
 from d2k.agent import prompts
 from d2k.agent.evaluator import BackendEvaluator, select_workloads
 from d2k.agent.loop import ModelConfig, run_agent
@@ -41,7 +41,7 @@ def run_attempt(spec: dict, attempt: dict, root: str, work_dir: str, backend: st
         shutil.rmtree(base)  # an unfinished earlier try restarts cleanly
     workspace = Workspace(base / "workspace")
     env = {"CUDA_VISIBLE_DEVICES": str(gpu)} if gpu is not None else {}
-    limits = runner.Limits(per_workload_s=600, total_s=3600)
+    limits = supervisor.Limits(per_workload_s=600, total_s=3600)
     evaluator = BackendEvaluator(bench, attempt["task_id"], backend, base / "tool-evals", limits, env=env)
     tools = Tools(workspace, evaluator)
     config = ModelConfig(name=model.name, model=model.model, api_base=model.api_base, api_key=model.api_key(),
@@ -84,7 +84,7 @@ def run_attempt(spec: dict, attempt: dict, root: str, work_dir: str, backend: st
             job["env"] = env
             context = {"solution_id": sol.solution_id, "task_id": attempt["task_id"], "backend": backend,
                        "solution": sol.label}
-            records = runner.run_solution(job, base / f"final-{sol.kind}", context, limits, lambda r: None)
+            records = supervisor.run_solution(job, base / f"final-{sol.kind}", context, limits, lambda r: None)
             outcome["evaluations"].extend(records)
             if sol.kind == "reference":
                 outcome["reference_solution"] = {"solution_id": sol.solution_id, "path": str(sol.path),

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from d2k.content import Benchmark, find_root
-from d2k.runner import Limits
+from d2k.supervisor import Limits
 from d2k.solutions import resolve
 from d2k.store import Store
 from d2k.sweep import Plan, run_sweep

@@ -138,7 +138,7 @@ def test_an_endpoint_that_keeps_failing_ends_the_attempt_cleanly(tmp_path):
 def test_interrupted_experiment_resumes_without_rerunning_finished_attempts(tmp_path):
     from d2k.content import Benchmark
     from d2k.experiment import spec as spec_mod
-    from d2k.experiment.run import register, run_experiment
+    from d2k.experiment.driver import register, run_experiment
     from d2k.store import Store
 
     with FakeOpenAI(agent_script.full_attempt) as server:

@@ -7,7 +7,7 @@ from conftest import d2k_command
 
 from d2k.content import Benchmark
 from d2k.judge import agreement, gold
-from d2k.judge.run import gold_rows
+from d2k.judge.pipeline import gold_rows
 
 
 def test_every_gold_set_labels_every_item_of_its_rubric():

@@ -83,13 +83,13 @@ def store_outcome(store: Store, spec: ExperimentSpec, work_dir: Path, outcome: d
                               "env_id": outcome.get("env_id") or record.get("env_id")})
     proposal_id = None
     if outcome.get("design") and judge_context is not None and spec.judge_proposals:
-        from d2k.judge.run import judge_proposal_text, store_proposal
+        from d2k.judge.pipeline import judge_proposal_text, store_proposal
 
         result = judge_proposal_text(bench, outcome["task_id"], outcome["design"], judge_context, store)
         store_proposal(store, result, f"{spec.name}/{attempt_id}/DESIGN.md", outcome["workspace"], outcome["design"])
         proposal_id = result.proposal_id
     if submission:
-        from d2k.judge.run import judge_solution, store_judgement
+        from d2k.judge.pipeline import judge_solution, store_judgement
 
         store_judgement(store, judge_solution(bench, submission, "static"))
         if judge_context is not None:

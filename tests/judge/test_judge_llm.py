@@ -13,7 +13,7 @@ from d2k.content import Benchmark
 from d2k.judge import code_judge, llm
 from d2k.judge import settings as settings_mod
 from d2k.judge.facts import extract
-from d2k.judge.run import LLMContext, judge_proposal_text, judge_source
+from d2k.judge.pipeline import LLMContext, judge_proposal_text, judge_source
 from d2k.judge.static import judge as static_judge
 
 
@@ -96,7 +96,7 @@ def test_end_to_end_through_http_usage_and_cache(bench, tmp_path):
         usage = next(iter(result.verdicts[0].usage.values()))
         assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
         assert "cost_usd" in usage  # None: the price table does not know the fake model
-        from d2k.judge.run import store_judgement
+        from d2k.judge.pipeline import store_judgement
 
         store_judgement(store, result)
         # stored verdicts are reused: no new request

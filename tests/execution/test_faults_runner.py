@@ -17,9 +17,9 @@ from conftest import d2k_command
 from d2k.content import Benchmark
 from d2k.errors import D2KError
 from d2k.execution.probe import probe_environment
-from d2k.runner import Limits
 from d2k.solutions import resolve
 from d2k.store import Store
+from d2k.supervisor import Limits
 from d2k.sweep import Plan, run_sweep
 
 RMS = '''

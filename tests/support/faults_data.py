@@ -11,7 +11,7 @@ import duckdb
 
 from d2k.solutions import sha256
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # tests/support/ -> the repository root
 SOURCE = "import torch\n\n\ndef run(x, w, eps):\n    return x\n"
 TABLES = ("environments", "solutions", "runs", "evaluations", "calibrations", "tasks", "workloads", "design_items")
 

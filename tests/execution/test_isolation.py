@@ -5,9 +5,9 @@ import textwrap
 import pytest
 
 from d2k.content import Benchmark
-from d2k.runner import Limits
 from d2k.solutions import resolve
 from d2k.store import Store
+from d2k.supervisor import Limits
 from d2k.sweep import Plan, run_sweep
 
 # one worker runs this module: its tests share one module-scoped run

@@ -182,7 +182,7 @@ def test_judge_all_judges_every_stored_solution(tmp_path):
 def test_a_hybrid_run_keeps_every_item_in_the_views(tmp_path):
     """A hybrid run mixes verdicts the static judge kept (no model of their own) with the LLM's:
     the views read one run per judge, so every verdict of the run is stored under its model."""
-    from d2k.judge.run import store_verdicts
+    from d2k.judge.pipeline import store_verdicts
     from d2k.judge.static import Verdict
     from d2k.store import Store
 

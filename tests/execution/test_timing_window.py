@@ -8,7 +8,7 @@ import threading
 import time
 
 from d2k.execution import wire
-from d2k.runner import finalize
+from d2k.supervisor import finalize
 
 CONTEXT = {"run_id": "r", "solution_id": "s", "task_id": "t", "env_id": "e", "backend": "cuda"}
 

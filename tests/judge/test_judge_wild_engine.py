@@ -9,8 +9,8 @@ import pytest
 from d2k.content import Benchmark
 from d2k.judge import signals
 from d2k.judge.facts import extract
+from d2k.judge.pipeline import takes_gradient
 from d2k.judge.program import Program
-from d2k.judge.run import takes_gradient
 
 
 @pytest.fixture(scope="module")
