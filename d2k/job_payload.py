@@ -55,9 +55,10 @@ def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> d
     """What the candidate's sandbox hides and keeps read-only (see ``d2k.execution.sandbox``).
 
     Hidden: the content a solution must not read (tasks with their experts and references, rubrics,
-    gold labels, workloads, analysis, benchmarks, the git history), the run folder, the store and
-    the home directory (unless Python lives there). Read-only: the content root (where d2k itself
-    and often the virtual environment live) and the Python installation.
+    gold labels, workloads, analysis, benchmarks, the git history) of the content root and of the
+    checkout d2k is imported from, the run folder, the store and the home directory (unless Python
+    lives there). Read-only: those two roots (where d2k itself and often the virtual environment
+    live) and the Python installation.
     """
     import sys
     from pathlib import Path
@@ -65,7 +66,11 @@ def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> d
     from d2k.store import default_path
 
     root = bench.root.resolve()
-    hide = [root / name for name in ("tasks", "design_rubrics", "judges", "workloads", "analysis", "benchmarks", ".git")]
+    # the content in use, and the checkout d2k itself is imported from when that is another one (an
+    # editable install of checkout X running content Y: X's experts must stay out of reach too)
+    roots = list(dict.fromkeys([root, Path(__file__).resolve().parents[1]]))
+    hide = [r / name for r in roots
+            for name in ("tasks", "design_rubrics", "judges", "workloads", "analysis", "benchmarks", ".git")]
     workdir = Path(os.environ.get("D2K_WORKDIR", ".d2k")).resolve()
     store = Path(default_path()).resolve()
     hide += [workdir, store, store.with_name(store.name + ".wal")]
@@ -74,7 +79,7 @@ def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> d
     if not any(home == p or home in p.parents for p in python_homes):
         hide.append(home)
     hide += [Path(p) for p in (extra_hide or []) + os.environ.get("D2K_SANDBOX_HIDE", "").split(os.pathsep) if p]
-    read_only = [root, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
+    read_only = [*roots, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
     return {
         "enabled": os.environ.get("D2K_SANDBOX", "1") != "0",
         "hide": [str(p) for p in hide],

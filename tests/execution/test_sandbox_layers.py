@@ -39,3 +39,25 @@ def test_the_plan_warns_about_a_layer_given_up(monkeypatch, tmp_path):
     _, _, meta = sandbox.plan(tmp_path, [], [], "cuda", {})
     assert meta["layers"]["mount_namespace"] is False
     assert any("CUDA does not initialise under the mount/pid/network namespaces" in w for w in meta["warnings"])
+
+
+def test_the_checkout_d2k_runs_from_is_hidden_too_when_the_content_is_elsewhere(tmp_path):
+    """An editable install of one checkout running another checkout's content: the candidate must
+    not read (or write) the experts of the checkout its d2k is imported from either."""
+    import shutil
+
+    import d2k
+    from d2k.content import Benchmark
+    from d2k.job_payload import sandbox_settings
+
+    other = tmp_path / "other"
+    for name in ("tasks/rmsnorm", "design_rubrics", "workloads"):
+        (other / name).mkdir(parents=True)
+    here = Path(d2k.__file__).resolve().parents[1]
+    shutil.copytree(here / "tasks" / "rmsnorm", other / "tasks" / "rmsnorm", dirs_exist_ok=True)
+    shutil.copy(here / "design_rubrics" / "rmsnorm.toml", other / "design_rubrics")
+    shutil.copy(here / "workloads" / "rmsnorm.jsonl", other / "workloads")
+    settings = sandbox_settings(Benchmark.load(other.resolve(), only=["rmsnorm"]))
+    for root in (other.resolve(), here):
+        assert str(root / "tasks") in settings["hide"] and str(root / "judges") in settings["hide"]
+        assert str(root) in settings["read_only"]
