@@ -86,8 +86,9 @@ def visible_devices() -> list[str]:
 
 
 def parallel_workers(backend: str, jobs: int) -> int:
-    """How many solutions run at once: one per GPU (timings never share a device), or on the CPU
-    interpreter one per core up to 4 (``$D2K_WORKERS`` overrides either)."""
+    """How many solutions run at once: one per GPU (timings never share a device; ``$D2K_GPU_SHARE``
+    allows more for status-only runs), or on the CPU interpreter one per core up to 4
+    (``$D2K_WORKERS`` overrides either, never beyond the GPUs times the share)."""
     if os.environ.get("D2K_WORKERS"):
         try:
             wanted = int(os.environ["D2K_WORKERS"])
@@ -96,7 +97,7 @@ def parallel_workers(backend: str, jobs: int) -> int:
         if wanted < 1:
             raise D2KError("D2K_WORKERS must be at least 1")
     elif backend == "cuda":
-        wanted = len(visible_devices())
+        wanted = len(visible_devices()) * gpu_share()
     else:
         wanted = min(4, os.cpu_count() or 1)
     if backend == "cuda":
@@ -146,7 +147,8 @@ def run_sweep(
     progress=None,
     timed: bool = True,
 ) -> SweepResult:
-    """Run every plan; ``progress`` (optional) gets ``start(total)``, ``workload(label)`` and ``advance()``."""
+    """Run every plan; ``progress`` (optional) gets ``start(total)``, ``workload(label)`` and
+    ``advance()``, and where it has them ``warn(text)`` and ``record(record)`` (each stored record)."""
     limits = limits or supervisor.Limits()
     base = work_dir()
     store.recover_stale_runs()

@@ -118,7 +118,7 @@ class CandidateProcess:
     def __init__(self, job: dict, job_dir: Path, index: int):
         from d2k.execution import sandbox
 
-        self.wire_s = 0.0  # seconds spent in writes to the candidate (see Evaluator.evaluate)
+        self.wire_s = 0.0  # seconds spent in writes to the candidate (see Checker.evaluate)
         solution = job["solution"]
         self.private = job_dir / f"candidate-{index}"
         shutil.rmtree(self.private, ignore_errors=True)

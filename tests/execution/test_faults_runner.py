@@ -172,6 +172,8 @@ def test_solutions_share_a_gpu_only_when_asked_and_a_bad_share_is_refused(monkey
     monkeypatch.setenv("D2K_GPU_SHARE", "4")
     assert parallel_workers("cuda", 10) == 4
     assert parallel_workers("cuda", 2) == 2            # never more than there are solutions
+    monkeypatch.delenv("D2K_WORKERS")
+    assert parallel_workers("cuda", 10) == 4           # the share alone is enough
     monkeypatch.setenv("D2K_GPU_SHARE", "many")
     with pytest.raises(D2KError, match="D2K_GPU_SHARE must be a whole number"):
         parallel_workers("cuda", 10)
