@@ -16,8 +16,7 @@ from pathlib import Path
 from d2k.content import ContentError, Problem
 
 PARTS = ("dev", "wild_dev", "test", "wild")
-TUNABLE = ("dev", "wild_dev")   # signals may be tuned on these; their figures are in-sample
-FROZEN = ("test", "wild")       # never tuned on: out of sample
+FROZEN = ("test", "wild")   # never tuned on: out of sample (dev and wild_dev may be tuned on: in-sample)
 FOLDER_PARTS = ("wild_dev", "wild")   # parts that are a folder of public kernels, not judges/gold/ tasks
 
 
