@@ -68,7 +68,10 @@ def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> d
     root = bench.root.resolve()
     # the content in use, and the checkout d2k itself is imported from when that is another one (an
     # editable install of checkout X running content Y: X's experts must stay out of reach too)
-    roots = list(dict.fromkeys([root, Path(__file__).resolve().parents[1]]))
+    # (or any checkout on sys.path: a candidate that cannot see this process's copy, e.g. one under
+    # the /tmp its sandbox replaces, imports d2k from the next one on the path)
+    on_path = [Path(p).resolve() for p in sys.path if p and (Path(p) / "d2k").is_dir() and (Path(p) / "tasks").is_dir()]
+    roots = list(dict.fromkeys([root, Path(__file__).resolve().parents[1], *on_path]))
     hide = [r / name for r in roots
             for name in ("tasks", "design_rubrics", "judges", "workloads", "analysis", "benchmarks", ".git")]
     workdir = Path(os.environ.get("D2K_WORKDIR", ".d2k")).resolve()

@@ -61,3 +61,19 @@ def test_the_checkout_d2k_runs_from_is_hidden_too_when_the_content_is_elsewhere(
     for root in (other.resolve(), here):
         assert str(root / "tasks") in settings["hide"] and str(root / "judges") in settings["hide"]
         assert str(root) in settings["read_only"]
+
+
+def test_every_checkout_on_the_path_is_hidden(tmp_path, monkeypatch):
+    """A candidate that cannot see the parent's copy of d2k (one under the /tmp its sandbox
+    replaces) imports it from the next checkout on the path: that checkout's content is hidden too."""
+    import sys
+
+    from d2k.content import Benchmark
+    from d2k.job_payload import sandbox_settings
+
+    elsewhere = tmp_path / "elsewhere"
+    for name in ("d2k", "tasks"):
+        (elsewhere / name).mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(elsewhere)])
+    settings = sandbox_settings(Benchmark.load(only=["rmsnorm"]))
+    assert str(elsewhere.resolve() / "tasks") in settings["hide"] and str(elsewhere.resolve()) in settings["read_only"]
