@@ -40,15 +40,15 @@ def judge_eval(
 
     if part not in (*PARTS, "all"):
         raise D2KError(f"--part must be {', '.join(PARTS)} or all, not {part!r}")
+    if scope not in ("item", "level", "task", "all"):
+        raise D2KError(f"--scope must be item, level, task or all, not {scope!r}")
+    if judge_name not in JUDGES:
+        raise D2KError(f"--judge must be one of {', '.join(JUDGES)}, not {judge_name!r}")
     if gold == "implementation":
         return _judge_eval_parts(judge_name, scope, force, model, api_base, concurrency, part, boot, calibrate, db)
 
-    if scope not in ("item", "level", "task", "all"):
-        raise D2KError(f"--scope must be item, level, task or all, not {scope!r}")
     if gold not in ("implementation", "proposals"):
         raise D2KError(f"--gold must be implementation or proposals, not {gold!r}")
-    if judge_name not in JUDGES:
-        raise D2KError(f"--judge must be one of {', '.join(JUDGES)}, not {judge_name!r}")
     bench_content = checked_bench()
     store = open_store(db)
     store.sync_content(bench_content)
@@ -91,12 +91,8 @@ app.command("judge-eval", hidden=True)(judge_eval)
 def _judge_eval_parts(judge_name, scope, force, model, api_base, concurrency, part, boot, calibrate, db):
     """judge eval on code: every part separately (dev is in-sample for the static judge)."""
     from d2k.judge import agreement, calibration, evaluation
-    from d2k.judge.pipeline import JUDGES, gold_rows, store_metrics
+    from d2k.judge.pipeline import gold_rows, store_metrics
 
-    if scope not in ("item", "level", "task", "all"):
-        raise D2KError(f"--scope must be item, level, task or all, not {scope!r}")
-    if judge_name not in JUDGES:
-        raise D2KError(f"--judge must be one of {', '.join(JUDGES)}, not {judge_name!r}")
     bench_content = checked_bench()
     store = open_store(db)
     store.sync_content(bench_content)
