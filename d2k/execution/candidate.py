@@ -1,9 +1,10 @@
 """The candidate process: imports one solution and runs it on command. It holds nothing trusted.
 
-    python -m d2k.execution.candidate CMD_FD REPLY_FD
+    python -m d2k.execution.candidate CMD_FD REPLY_FD [ARENA_FD]
 
 It is started by the trusted worker (``d2k.execution.worker``) inside the sandbox
-(``d2k.execution.sandbox``) and talks to it only through two pipes (``d2k.execution.wire``). It
+(``d2k.execution.sandbox``) and talks to it only through two pipes and, for large tensors, a
+shared-memory arena the worker made (``d2k.execution.wire``). It
 never sees the reference, the tolerances, the comparison, the store, the run folder or the content
 paths: it receives input tensors as bytes, returns output tensors as bytes, and times calls when
 asked. Whatever it reports is a claim: outputs are compared on the trusted side, and timings are
@@ -72,18 +73,20 @@ def _load(path: str, entry_point: str, kind: str):
 
 
 class Candidate:
-    def __init__(self, cmd_fd: int, reply_fd: int):
+    def __init__(self, cmd_fd: int, reply_fd: int, arena_fd: int | None = None):
         from d2k.execution import wire
 
         self.wire = wire
         self.cmd_fd, self.reply_fd = cmd_fd, reply_fd
+        self.arena = wire.Arena(arena_fd) if arena_fd is not None else None
         self.fn = None
         self.device = "cpu"
         self.interpreter = True
         self.guard = None
+        self.equal = None
 
     def reply(self, header: dict, blobs=None) -> None:
-        self.wire.send(self.reply_fd, header, blobs)
+        self.wire.send(self.reply_fd, header, blobs, arena=self.arena)
 
     def sync(self) -> None:
         if not self.interpreter:
@@ -104,9 +107,10 @@ class Candidate:
         from d2k.execution import timing, wire
 
         self.guard = TimerGuard()  # the timing primitives, captured before any candidate code runs
+        self.equal = torch.equal  # for the unchanged-inputs fact, captured before the solution can patch it
         for owner, attrs in ((timing.CudaTimer, ("measure", "flush_l2", "recording", "annotate")),
                              (timing.WallTimer, ("measure",)), (timing, ("device_spans",)),
-                             (wire, ("perturb", "pack", "send", "recv", "tensor_bytes", "spin_s")),
+                             (wire, ("perturb", "pack", "send", "recv", "tensor_bytes", "byte_view", "spin_s")),
                              (Candidate, ("outputs", "time", "call", "reply")),
                              # the tensor methods that copy and serialise outputs on this side
                              (torch.Tensor, ("clone", "detach", "contiguous", "reshape", "view", "cpu", "numpy",
@@ -174,9 +178,8 @@ class Candidate:
 
         inputs = self.wire.unpack(cmd["inputs"], blobs, self.device)
         mutated = cmd.get("mutated", [])
-        # private copies of the bytes of every input the op must not write (on the CPU the byte view
-        # would share the tensor's memory)
-        before = {k: self.wire.tensor_bytes(v).copy() for k, v in inputs.items()
+        # private copies, on the device, of the bytes of every input the op must not write
+        before = {k: self.wire.byte_view(v).clone() for k, v in inputs.items()
                   if isinstance(v, torch.Tensor) and k not in mutated}
         launches = LAUNCHES["triton"]
         try:
@@ -191,7 +194,7 @@ class Candidate:
         metas, out_blobs, facts = self.outputs(result, inputs, cmd.get("returned", []), mutated)
         if "error" in facts:
             return {"ok": False, "kind": "output", "reason": facts["error"]}, []
-        facts["modified_inputs"] = [k for k, old in before.items() if bytes(old) != bytes(self.wire.tensor_bytes(inputs[k]))]
+        facts["modified_inputs"] = [k for k, old in before.items() if not self.equal(old, self.wire.byte_view(inputs[k]))]
         facts["triton_launches"] = LAUNCHES["triton"] - launches
         return {"ok": True, "outputs": metas, "facts": facts}, out_blobs
 
@@ -270,7 +273,7 @@ class Candidate:
         wire = self.wire
         while True:
             try:
-                cmd, blobs = wire.recv(self.cmd_fd, 1 << 40)
+                cmd, blobs = wire.recv(self.cmd_fd, 1 << 40, arena=self.arena)
             except wire.WireError:
                 return 0  # the trusted side went away
             op = cmd.get("op")
@@ -300,7 +303,8 @@ class Candidate:
 
 def main(argv: list[str]) -> int:
     cmd_fd, reply_fd = int(argv[0]), int(argv[1])
-    return Candidate(cmd_fd, reply_fd).serve()
+    arena_fd = int(argv[2]) if len(argv) > 2 else None
+    return Candidate(cmd_fd, reply_fd, arena_fd).serve()
 
 
 if __name__ == "__main__":

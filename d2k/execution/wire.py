@@ -6,6 +6,11 @@ description (dtype, shape); the receiver rebuilds plain ``torch.Tensor`` objects
 nothing the candidate defines (a Tensor subclass, a ``__torch_function__``, a pickled object)
 reaches the trusted side. Every size is checked against limits before anything is allocated.
 
+Large blobs skip the pipe: they are written into an ``Arena``, a shared-memory file (memfd) the
+worker creates and the candidate inherits, and the header carries their offsets. The receiver
+copies them out before it answers and keeps no view, so nothing either side writes there later can
+change what was received; the worker never puts anything there but the candidate's own inputs.
+
 Also here, because both sides must compute it bit for bit alike: the per-call perturbation of the
 timed inputs (see ``perturb``). Imports: the standard library, numpy and torch only.
 """
@@ -13,6 +18,7 @@ timed inputs (see ``perturb``). Imports: the standard library, numpy and torch o
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import select
 import struct
@@ -44,6 +50,64 @@ class WireError(Exception):
     """A malformed, oversized or truncated frame."""
 
 
+ARENA_MIN_BYTES = 1 << 20  # frames with fewer tensor bytes than this use the pipe
+ARENA_ALIGN = 4096
+
+
+class Arena:
+    """A shared-memory region (a memfd mapped by both processes) that carries a frame's tensor bytes.
+
+    Frames alternate strictly between the two sides, and each receiver copies a frame's bytes out
+    before it sends anything, so one region serves both directions. Its size is fixed when the
+    worker creates it (pages are only used when written); a frame that does not fit uses the pipe.
+    """
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.size = os.fstat(fd).st_size
+        self.map = mmap.mmap(fd, self.size) if self.size else None
+
+    @classmethod
+    def create(cls, size: int) -> "Arena":
+        fd = os.memfd_create("d2k-arena", os.MFD_CLOEXEC)
+        os.ftruncate(fd, size)
+        return cls(fd)
+
+    def layout(self, sizes: list[int]) -> list[int] | None:
+        """Offsets for blobs of these sizes, or None when they do not fit."""
+        offsets, at = [], 0
+        for n in sizes:
+            offsets.append(at)
+            at += -(-n // ARENA_ALIGN) * ARENA_ALIGN
+        return offsets if self.map is not None and at <= self.size else None
+
+    def write(self, offset: int, blob) -> None:
+        if isinstance(blob, torch.Tensor):
+            if blob.numel():
+                # straight from the device (or host tensor) into the shared pages
+                torch.frombuffer(self.map, dtype=torch.uint8, count=blob.numel(), offset=offset).copy_(blob)
+        else:
+            view = memoryview(blob).cast("B")
+            self.map[offset:offset + len(view)] = view
+
+    def read(self, offset: int, n: int) -> bytearray:
+        """A private copy of ``n`` bytes at ``offset`` (refused when outside the region)."""
+        if not (isinstance(offset, int) and 0 <= offset and offset + n <= self.size):
+            raise WireError(f"arena blob at {offset!r} of {n} bytes lies outside the {self.size}-byte arena")
+        return bytearray(self.map[offset:offset + n])
+
+    def close(self) -> None:
+        try:
+            if self.map is not None:
+                self.map.close()
+        except BufferError:  # a tensor still views it; the mapping goes with the process
+            pass
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
 def _read_exact(fd: int, n: int) -> bytearray:
     buf = bytearray(n)
     view = memoryview(buf)
@@ -63,16 +127,30 @@ def _write_all(fd: int, data) -> None:
         view = view[written:]
 
 
-def send(fd: int, header: dict, blobs: list | None = None) -> None:
+def _blob_size(blob) -> int:
+    return blob.numel() if isinstance(blob, torch.Tensor) else memoryview(blob).nbytes
+
+
+def send(fd: int, header: dict, blobs: list | None = None, arena: Arena | None = None) -> int:
+    """One frame. Blobs are byte buffers or flat uint8 tensors (on any device); with an ``arena``,
+    a frame holding at least ``ARENA_MIN_BYTES`` of them sends them through it. Returns the bytes
+    that went through the arena."""
     blobs = blobs or []
-    views = [memoryview(b).cast("B") for b in blobs]
-    header = {**header, "blobs": [len(v) for v in views]}
+    sizes = [_blob_size(b) for b in blobs]
+    offsets = arena.layout(sizes) if arena is not None and sum(sizes) >= ARENA_MIN_BYTES else None
+    header = {**header, "blobs": sizes}
+    if offsets is not None:
+        for offset, blob in zip(offsets, blobs, strict=True):
+            arena.write(offset, blob)
+        header["arena"] = offsets
     raw = json.dumps(header, separators=(",", ":")).encode()
     if len(raw) > MAX_HEADER:
         raise WireError(f"header of {len(raw)} bytes exceeds {MAX_HEADER}")
     _write_all(fd, struct.pack(">I", len(raw)) + raw)
-    for v in views:
-        _write_all(fd, v)
+    if offsets is None:
+        for blob in blobs:
+            _write_all(fd, blob.cpu().numpy() if isinstance(blob, torch.Tensor) else blob)
+    return sum(sizes) if offsets is not None else 0
 
 
 def wait_readable(fd: int, spin_s: float) -> None:
@@ -86,9 +164,10 @@ def wait_readable(fd: int, spin_s: float) -> None:
             return
 
 
-def recv(fd: int, max_bytes: int, spin_s: float = 0.0) -> tuple[dict, list[bytearray]]:
+def recv(fd: int, max_bytes: int, spin_s: float = 0.0, arena: Arena | None = None) -> tuple[dict, list[bytearray]]:
     """One frame; ``max_bytes`` bounds the blobs' total size (a larger claim is refused unread).
-    ``spin_s`` > 0 busy-polls that long for the frame before blocking (see ``wait_readable``)."""
+    ``spin_s`` > 0 busy-polls that long for the frame before blocking (see ``wait_readable``).
+    Blobs sent through the ``arena`` are copied out of it (a private buffer each)."""
     if spin_s > 0:
         wait_readable(fd, spin_s)
     (size,) = struct.unpack(">I", bytes(_read_exact(fd, 4)))
@@ -105,7 +184,12 @@ def recv(fd: int, max_bytes: int, spin_s: float = 0.0) -> tuple[dict, list[bytea
         raise WireError("blob sizes are not a list of non-negative integers")
     if sum(sizes) > max_bytes:
         raise WireError(f"{sum(sizes)} bytes of tensors announced, more than the {max_bytes} allowed")
-    return header, [_read_exact(fd, s) for s in sizes]
+    offsets = header.get("arena")
+    if offsets is None:
+        return header, [_read_exact(fd, s) for s in sizes]
+    if arena is None or not isinstance(offsets, list) or len(offsets) != len(sizes):
+        raise WireError("arena offsets without an arena, or not one per blob")
+    return header, [arena.read(o, s) for o, s in zip(offsets, sizes, strict=True)]
 
 
 # -- tensors ---------------------------------------------------------------------------------------
@@ -114,22 +198,28 @@ def describe(t: torch.Tensor) -> dict:
     return {"dtype": name, "shape": list(t.shape)}
 
 
-def tensor_bytes(t: torch.Tensor):
-    """The tensor's elements in row-major order as a byte buffer (a host copy)."""
+def byte_view(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's elements in row-major order as a flat uint8 tensor on its own device (a view
+    when it is contiguous and not bool)."""
     flat = t.detach().contiguous().reshape(-1)
     if flat.dtype == torch.bool:
         flat = flat.to(torch.uint8)
-    flat = flat.view(torch.uint8) if flat.element_size() > 1 or flat.dtype != torch.uint8 else flat
-    return flat.cpu().numpy()
+    return flat.view(torch.uint8) if flat.dtype != torch.uint8 else flat
+
+
+def tensor_bytes(t: torch.Tensor):
+    """The tensor's elements in row-major order as a byte buffer (a host copy)."""
+    return byte_view(t).cpu().numpy()
 
 
 def pack(tensors: dict) -> tuple[list[dict], list]:
-    """Descriptions and byte buffers of named tensors (scalars travel in the description)."""
+    """Descriptions and bytes (flat uint8 tensors, still on their device) of named tensors; scalars
+    travel in the description. ``send`` moves the bytes to the host or the arena."""
     metas, blobs = [], []
     for name, value in tensors.items():
         if isinstance(value, torch.Tensor):
             metas.append({"name": name, **describe(value)})
-            blobs.append(tensor_bytes(value))
+            blobs.append(byte_view(value))
         else:
             if not isinstance(value, (int, float, bool)) and value is not None:
                 raise WireError(f"{name}: only tensors and int/float/bool scalars cross the boundary")

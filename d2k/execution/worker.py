@@ -34,6 +34,21 @@ from pathlib import Path
 os.environ.setdefault("PYTHONHASHSEED", "0")
 
 # kernels that come from libraries rather than the solution (for the kernel-less flag)
+# the shared-memory arena's size, by backend (interpreter: smoke tensors, inside its address-space
+# limit); a frame larger than the arena crosses the pipe
+ARENA_BYTES = {True: 1 << 30, False: 32 << 30}
+
+
+def _memfd(size: int) -> int | None:
+    """A shared-memory file of ``size`` bytes for ``wire.Arena``; None where memfd is missing."""
+    try:
+        fd = os.memfd_create("d2k-arena", os.MFD_CLOEXEC)
+        os.ftruncate(fd, size)
+        return fd
+    except (AttributeError, OSError):
+        return None
+
+
 LIBRARY_KERNEL_MARKERS = ("at::", "at_cuda_detail", "c10::", "cublas", "cutlass", "nvjet", "xmma", "gemm", "gemv",
                           "cub::", "thrust::", "memcpy", "memset", "Memcpy", "Memset", "cudnn", "flash::", "pytorch_")
 
@@ -119,6 +134,7 @@ class CandidateProcess:
         from d2k.execution import sandbox
 
         self.wire_s = 0.0  # seconds spent in writes to the candidate (see Checker.evaluate)
+        self.wire_bytes = {"arena": 0, "pipe": 0}  # tensor bytes each way took, both directions
         solution = job["solution"]
         self.private = job_dir / f"candidate-{index}"
         shutil.rmtree(self.private, ignore_errors=True)
@@ -142,9 +158,13 @@ class CandidateProcess:
         cmd_r, self.cmd_w = os.pipe()
         self.reply_r, reply_w = os.pipe()
         out_r, out_w = os.pipe()
-        argv = [*prefix, sys.executable, "-m", "d2k.execution.candidate", str(cmd_r), str(reply_w)]
+        # large tensors cross through shared memory (wire.Arena); its size is reserved, not used
+        arena_bytes = int(settings.get("arena_bytes", ARENA_BYTES[job["backend"] == "interpreter"]))
+        arena_fd = _memfd(arena_bytes) if arena_bytes else None
+        fds = (cmd_r, reply_w) + ((arena_fd,) if arena_fd is not None else ())
+        argv = [*prefix, sys.executable, "-m", "d2k.execution.candidate", *map(str, fds)]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, env=env,
-                                     pass_fds=(cmd_r, reply_w), start_new_session=True,
+                                     pass_fds=fds, start_new_session=True,
                                      preexec_fn=sandbox.die_with_parent)
         for fd in (cmd_r, reply_w, out_w):
             os.close(fd)
@@ -153,6 +173,7 @@ class CandidateProcess:
         from d2k.execution import wire  # imports torch: after the spawn, so both start up at once
 
         self.wire = wire
+        self.arena = wire.Arena(arena_fd) if arena_fd is not None else None
 
     def died(self) -> CandidateFailed:
         try:
@@ -176,7 +197,7 @@ class CandidateProcess:
     def send(self, header: dict, blobs=None) -> None:
         started = time.perf_counter()
         try:
-            self.wire.send(self.cmd_w, header, blobs)
+            self._count(self.wire.send(self.cmd_w, header, blobs, arena=self.arena), blobs)
         except (BrokenPipeError, OSError):
             raise self.died() from None
         finally:
@@ -184,12 +205,20 @@ class CandidateProcess:
 
     def receive(self, limit: int | None = None, spin_s: float = 0.0) -> tuple[dict, list]:
         try:
-            return self.wire.recv(self.reply_r, self.reply_limit if limit is None else limit, spin_s=spin_s)
+            reply, blobs = self.wire.recv(self.reply_r, self.reply_limit if limit is None else limit,
+                                          spin_s=spin_s, arena=self.arena)
+            self._count(sum(map(len, blobs)) if "arena" in reply else 0, blobs)
+            return reply, blobs
         except self.wire.WireError as exc:
             if self.proc.poll() is None and "closed" not in str(exc):
                 self.kill()
                 raise CandidateFailed("failed", f"the candidate broke the protocol: {exc}") from None
             raise self.died() from None
+
+    def _count(self, via_arena: int, blobs) -> None:
+        total = sum(b.numel() if hasattr(b, "numel") else len(b) for b in blobs or [])
+        self.wire_bytes["arena"] += via_arena
+        self.wire_bytes["pipe"] += total - via_arena
 
     def request(self, header: dict, blobs=None) -> tuple[dict, list]:
         self.send(header, blobs)
@@ -226,6 +255,8 @@ class CandidateProcess:
                 os.close(fd)
             except OSError:
                 pass
+        if self.arena is not None:
+            self.arena.close()
         shutil.rmtree(self.private, ignore_errors=True)
 
 
@@ -433,6 +464,7 @@ class Checker:
         # where an evaluation's wall time goes: checking, timing, and of each the seconds spent writing
         # to the candidate's pipe (inputs and decisions; a write blocks until the candidate reads)
         self.candidate.wire_s = 0.0
+        self.candidate.wire_bytes = {"arena": 0, "pipe": 0}
         started = time.perf_counter()
         if self.job.get("check", True) and not self.is_reference:
             record["correctness"] = self.check(workload)
@@ -444,6 +476,8 @@ class Checker:
                 "check": round(checked - started, 4), "check_sends": round(wire_check, 4),
                 "time": round(time.perf_counter() - checked, 4),
                 "time_sends": round(self.candidate.wire_s - wire_check, 4)}
+            # tensor bytes that crossed the boundary, by way (shared-memory arena or pipe)
+            record["timing"]["wire_bytes"] = dict(self.candidate.wire_bytes)
         record["own_kernels"] = self.own_kernels(record.get("timing") or {})
         return record
 
