@@ -84,6 +84,7 @@ class Candidate:
         self.interpreter = True
         self.guard = None
         self.equal = None
+        self.last_inputs = None  # (descriptions, bytes) of the last call's inputs
 
     def reply(self, header: dict, blobs=None) -> None:
         self.wire.send(self.reply_fd, header, blobs, arena=self.arena)
@@ -176,7 +177,16 @@ class Candidate:
     def call(self, cmd: dict, blobs: list) -> tuple[dict, list]:
         import torch
 
-        inputs = self.wire.unpack(cmd["inputs"], blobs, self.device)
+        if cmd.get("reuse"):
+            # the same inputs as the last call, rebuilt from the bytes kept then (a second call on
+            # one input set: no need to send large tensors twice)
+            if self.last_inputs is None:
+                return {"ok": False, "kind": "output", "reason": "no earlier inputs to reuse"}, []
+            metas, blobs = self.last_inputs
+        else:
+            metas = cmd["inputs"]
+            self.last_inputs = (metas, blobs)
+        inputs = self.wire.unpack(metas, blobs, self.device)
         mutated = cmd.get("mutated", [])
         # private copies, on the device, of the bytes of every input the op must not write
         before = {k: self.wire.byte_view(v).clone() for k, v in inputs.items()
@@ -206,6 +216,7 @@ class Candidate:
         from d2k.execution.timing import CudaTimer, WallTimer
 
         wire = self.wire
+        self.last_inputs = None
         base = wire.unpack(cmd["inputs"], blobs, self.device)
         mutated = cmd.get("mutated", [])
         returned = cmd.get("returned", [])

@@ -333,10 +333,15 @@ class Checker:
                 raise CheckFailed(f"{who}: output {off[0]} is on {facts['device'][off[0]]}, not the GPU")
         return outputs
 
-    def run_candidate(self, inputs: dict, who: str) -> dict:
-        metas, blobs = self.wire.pack(inputs)
-        reply, out = self.candidate.request(
-            {"op": "call", "inputs": metas, "returned": self.returned, "mutated": self.mutated}, blobs)
+    def run_candidate(self, inputs: dict, who: str, reuse: bool = False) -> dict:
+        """One call of the candidate on ``inputs``; ``reuse``: the same inputs as its last call,
+        which it rebuilds from the bytes it kept (nothing is sent again)."""
+        command = {"op": "call", "returned": self.returned, "mutated": self.mutated}
+        if reuse:
+            reply, out = self.candidate.request({**command, "reuse": True})
+        else:
+            metas, blobs = self.wire.pack(inputs)
+            reply, out = self.candidate.request({**command, "inputs": metas}, blobs)
         facts = reply.get("facts", {})
         self.triton_launches += int(facts.get("triton_launches", 0) or 0)
         modified = facts.get("modified_inputs") or []
@@ -366,7 +371,7 @@ class Checker:
             inputs = self.inputs(workload, seed)
             first = self.run_candidate(inputs, "the solution")
             expected = self.run_reference(self.fresh(inputs))
-            second = self.run_candidate(inputs, "the solution")
+            second = self.run_candidate(inputs, "the solution", reuse=True)
             first, expected, second = (self.canonical(o, inputs) for o in (first, expected, second))
             stats = self.compare(first, expected, f"trial {trial} (first call)")
             self.compare(second, expected, f"trial {trial} (second call)")
