@@ -207,7 +207,7 @@ class CandidateProcess:
         try:
             reply, blobs = self.wire.recv(self.reply_r, self.reply_limit if limit is None else limit,
                                           spin_s=spin_s, arena=self.arena)
-            self._count(sum(map(len, blobs)) if "arena" in reply else 0, blobs)
+            self._count(sum(self.wire.blob_size(b) for b in blobs) if "arena" in reply else 0, blobs)
             return reply, blobs
         except self.wire.WireError as exc:
             if self.proc.poll() is None and "closed" not in str(exc):
@@ -216,7 +216,7 @@ class CandidateProcess:
             raise self.died() from None
 
     def _count(self, via_arena: int, blobs) -> None:
-        total = sum(b.numel() if hasattr(b, "numel") else len(b) for b in blobs or [])
+        total = sum(self.wire.blob_size(b) for b in blobs or [])
         self.wire_bytes["arena"] += via_arena
         self.wire_bytes["pipe"] += total - via_arena
 
@@ -379,12 +379,18 @@ class Checker:
             del inputs, first, second, expected
         return {"trials": trials}
 
-    def replay(self, base: dict, names: list, seed: int, call: int, n_sets: int) -> dict:
-        """The inputs timed call ``call`` ran on: its set's values after every perturbation up to it."""
-        state = {k: (v.clone() if isinstance(v, self.torch.Tensor) else v) for k, v in base.items()}
-        for j in range(call % n_sets, call + 1, n_sets):
-            self.wire.perturb(state, names, seed, j)
-        return state
+    def replay(self, base: dict, names: list, seed: int, calls: list[int], n_sets: int):
+        """Yields ``(call, inputs)`` for each of ``calls``: the inputs that timed call ran on, i.e.
+        its set's values after every perturbation up to it. One pass per set, in call order, so each
+        perturbation is applied once (not once per checked call)."""
+        for i in sorted({c % n_sets for c in calls}):
+            state = {k: (v.clone() if isinstance(v, self.torch.Tensor) else v) for k, v in base.items()}
+            wanted = sorted(c for c in calls if c % n_sets == i)
+            for j in range(i, wanted[-1] + 1, n_sets):
+                self.wire.perturb(state, names, seed, j)
+                if j in wanted:
+                    yield j, state
+            del state
 
     def time(self, workload: dict) -> dict:
         from d2k.execution.inputs import tensor_bytes
@@ -441,20 +447,20 @@ class Checker:
                 n = sum(1 for m in entry.get("outputs", []) if "scalar" not in m)
                 by_call[int(entry.get("call", -1))] = (entry, out[offset:offset + n])
                 offset += n
-            for j in sorted(set(sample)):
-                if j not in by_call:
-                    raise CheckFailed(f"timed call {j}: its outputs were asked for and not returned")
+            missing = sorted(set(sample) - set(by_call))
+            if missing:
+                raise CheckFailed(f"timed call {missing[0]}: its outputs were asked for and not returned")
+            for j, inputs in self.replay(base, names, seed, sorted(set(sample)), n_sets):
                 entry, blobs_j = by_call[j]
                 if entry.get("facts", {}).get("error"):
                     raise CheckFailed(f"timed call {j}: {entry['facts']['error']}")
                 got = self.received(entry.get("outputs", []), blobs_j, entry.get("facts", {}), f"timed call {j}")
-                inputs = self.replay(base, names, seed, j, n_sets)
                 expected = self.run_reference(self.fresh(inputs))
                 got, expected = self.canonical(got, inputs), self.canonical(expected, inputs)
                 self.compare(got, expected, f"timed call {j} of {len(timing.get('samples_ms', []))} "
                                             "(results must be right on every call, not only when checked)")
                 checked.append(j)
-                del inputs, expected, got
+                del expected, got
         timing.update({"input_bytes": set_bytes, "checked_calls": checked, "trusted_wall_ms": round(wall_ms, 3),
                        "perturbed_inputs": names})
         del base
