@@ -51,6 +51,33 @@ DEFAULT_SANDBOX_LIMITS = {
 }
 
 
+def d2k_checkouts() -> list:
+    """Every checkout (a folder holding ``d2k/`` and ``tasks/``) a Python started here could import
+    d2k from: each entry of ``sys.path``, and what the other import finders resolve (a PEP 660
+    editable install maps d2k to its checkout through a finder, not through the path). A candidate
+    that cannot see this process's copy (one under the /tmp its sandbox replaces) imports d2k from
+    the next one it finds."""
+    import importlib.machinery
+    import sys
+    from pathlib import Path
+
+    found = []
+    for entry in sys.path:
+        if entry and (Path(entry) / "d2k").is_dir():
+            found.append(Path(entry) / "d2k")
+    for finder in sys.meta_path:
+        if finder is importlib.machinery.PathFinder or not hasattr(finder, "find_spec"):
+            continue
+        try:
+            spec = finder.find_spec("d2k", None)
+        except Exception:  # a finder that cannot answer for d2k does not provide it
+            continue
+        for location in (getattr(spec, "submodule_search_locations", None) or []) if spec else []:
+            found.append(Path(location))
+    roots = [p.resolve().parent for p in found]
+    return list(dict.fromkeys(r for r in roots if (r / "tasks").is_dir()))
+
+
 def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> dict:
     """What the candidate's sandbox hides and keeps read-only (see ``d2k.execution.sandbox``).
 
@@ -66,12 +93,9 @@ def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> d
     from d2k.store import default_path
 
     root = bench.root.resolve()
-    # the content in use, and the checkout d2k itself is imported from when that is another one (an
+    # the content in use, and every checkout the candidate's Python could import d2k from (an
     # editable install of checkout X running content Y: X's experts must stay out of reach too)
-    # (or any checkout on sys.path: a candidate that cannot see this process's copy, e.g. one under
-    # the /tmp its sandbox replaces, imports d2k from the next one on the path)
-    on_path = [Path(p).resolve() for p in sys.path if p and (Path(p) / "d2k").is_dir() and (Path(p) / "tasks").is_dir()]
-    roots = list(dict.fromkeys([root, Path(__file__).resolve().parents[1], *on_path]))
+    roots = list(dict.fromkeys([root, Path(__file__).resolve().parents[1], *d2k_checkouts()]))
     hide = [r / name for r in roots
             for name in ("tasks", "design_rubrics", "judges", "workloads", "analysis", "benchmarks", ".git")]
     workdir = Path(os.environ.get("D2K_WORKDIR", ".d2k")).resolve()

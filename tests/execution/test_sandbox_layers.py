@@ -77,3 +77,34 @@ def test_every_checkout_on_the_path_is_hidden(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "path", [*sys.path, str(elsewhere)])
     settings = sandbox_settings(Benchmark.load(only=["rmsnorm"]))
     assert str(elsewhere.resolve() / "tasks") in settings["hide"] and str(elsewhere.resolve()) in settings["read_only"]
+
+
+def test_a_checkout_an_editable_finder_maps_d2k_to_is_hidden(tmp_path, monkeypatch):
+    """A PEP 660 editable install resolves d2k through a finder on sys.meta_path, not through
+    sys.path: a candidate that cannot see the parent's copy imports that checkout's d2k, so its
+    content is hidden too (the gap left open in session 7)."""
+    import importlib.machinery
+    import sys
+
+    from d2k.content import Benchmark
+    from d2k.job_payload import sandbox_settings
+
+    editable = tmp_path / "editable"
+    for name in ("d2k", "tasks"):
+        (editable / name).mkdir(parents=True)
+    (editable / "d2k" / "__init__.py").write_text("")
+
+    class EditableFinder:  # what setuptools' __editable___*_finder does, reduced
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if name != "d2k":
+                return None
+            spec = importlib.machinery.ModuleSpec("d2k", None, origin=str(editable / "d2k" / "__init__.py"),
+                                                  is_package=True)
+            spec.submodule_search_locations = [str(editable / "d2k")]
+            return spec
+
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, EditableFinder])
+    settings = sandbox_settings(Benchmark.load(only=["rmsnorm"]))
+    assert str(editable.resolve() / "tasks") in settings["hide"]
+    assert str(editable.resolve()) in settings["read_only"]
