@@ -12,8 +12,6 @@ from pydantic import ValidationError
 from d2k.errors import D2KError
 from d2k.schema import DesignItem, Rubric, Task, Workload
 
-CONTENT_DIRS = ("tasks", "workloads", "design_rubrics")
-
 
 @dataclass(frozen=True)
 class Problem:

@@ -9,8 +9,6 @@ from pathlib import Path
 from d2k.content import Benchmark
 from d2k.errors import D2KError
 
-BUILTIN = ("expert", "naive", "reference", "compiled")
-
 
 @dataclass(frozen=True)
 class Solution:

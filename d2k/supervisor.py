@@ -201,11 +201,6 @@ def run_single(job: dict, job_dir: Path, expect: str, timeout_s: float) -> dict:
     return found
 
 
-def _stats(prefix: str, samples) -> dict:
-    stats = timing_stats([float(x) for x in samples or []])
-    return {f"{prefix}{k}": v for k, v in stats.items()}
-
-
 def timing_flags(timing: dict, samples: list[float]) -> list[str]:
     """What the trusted side cannot reconcile in a reported timing (then the status is timing_suspect)."""
     flags = []

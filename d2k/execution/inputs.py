@@ -117,9 +117,5 @@ def tensor_bytes(inputs: dict) -> int:
     return sum(t.numel() * t.element_size() for t in inputs.values() if isinstance(t, torch.Tensor))
 
 
-def clone_inputs(inputs: dict) -> dict:
-    return {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in inputs.items()}
-
-
 def numel(shape) -> int:
     return math.prod(shape)

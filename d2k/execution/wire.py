@@ -68,7 +68,7 @@ class Arena:
         self.map = mmap.mmap(fd, self.size) if self.size else None
 
     @classmethod
-    def create(cls, size: int) -> "Arena":
+    def create(cls, size: int) -> Arena:
         fd = os.memfd_create("d2k-arena", os.MFD_CLOEXEC)
         os.ftruncate(fd, size)
         return cls(fd)

@@ -20,8 +20,6 @@ from d2k.experiment.spec import ExperimentSpec
 from d2k.solutions import Solution
 from d2k.store import Store
 
-DONE = ("finished", "failed")
-
 
 def put_blob(store: Store, work_dir: Path, text: str | None) -> str | None:
     """Large texts live in files named by their sha256; the store keeps the reference."""

@@ -75,7 +75,7 @@ def needs_llm(v: Verdict, mode: str, calibration: dict | None = None) -> bool:
 
 
 def judge_code(task: Task, items: list[DesignItem], facts: SolutionFacts, static_verdicts: list[Verdict],
-               runner: llm.Runner, program, program_hash: str, mode: str,
+               runner: llm.CallPool, program, program_hash: str, mode: str,
                cached: dict[str, Verdict] | None = None, calibration: dict | None = None) -> list[Verdict]:
     """Verdicts of the ``llm`` or ``hybrid`` judge; ``cached`` verdicts (by item id) are reused."""
     by_id = {i.id: i for i in items}

@@ -12,7 +12,7 @@ Facts are plain data (dataclasses) so they can be cached, stored and shown as ev
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cache
 
 MAX_BYTES = 2 * 2**20  # larger files are not parsed: real kernels are far smaller
@@ -115,13 +115,6 @@ class SolutionFacts:
         names = {k.name for k in self.kernels}
         called = {c.name.split(".")[-1] for k in self.kernels for c in k.calls} & names
         return [k for k in self.kernels if not k.helper and (k.name not in called or k.language == "cuda")]
-
-    @property
-    def all_scopes(self) -> list[Kernel]:
-        return [*self.kernels, *([self.host] if self.host else [])]
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -708,16 +701,3 @@ def extract(source: bytes | str, path: str = "<solution>", entry: str | None = "
                        for k in facts.kernels if not k.helper]
         return facts
     return _python_facts(source, path, entry, ran, backward)
-
-
-def extract_file(path, entry: str | None = "run", ran=None) -> SolutionFacts:
-    from pathlib import Path
-
-    p = Path(path)
-    try:
-        size = p.stat().st_size
-        if size > MAX_BYTES:
-            return SolutionFacts(str(path), "too_large", f"{size / 2**20:.1f} MB is over the {MAX_BYTES // 2**20} MB limit")
-        return extract(p.read_bytes(), str(path), entry, ran)
-    except OSError as exc:
-        return SolutionFacts(str(path), "not_text", f"cannot read: {exc.strerror}")

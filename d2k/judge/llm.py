@@ -160,8 +160,9 @@ class Outcome:
     attempts: int = 0
 
 
-class Runner:
-    """Runs a judge program over many calls with a concurrency limit and error handling."""
+class CallPool:
+    """A pool that runs one judge program over many calls: a concurrency limit, parse retries, and
+    every failure kept as an outcome (never raised)."""
 
     def __init__(self, settings: JudgeSettings, lm: dspy.LM | None = None):
         self.settings = settings

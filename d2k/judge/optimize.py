@@ -82,7 +82,7 @@ def metric(example, prediction, trace=None) -> bool:
     return str(getattr(prediction, "verdict", "")) == example.verdict
 
 
-def optimize(bench: Benchmark, runner: llm.Runner, kind: str, optimizer: str = "bootstrap",
+def optimize(bench: Benchmark, runner: llm.CallPool, kind: str, optimizer: str = "bootstrap",
              dev_fraction: float = 0.3, max_demos: int = 4, out_dir: Path | None = None) -> dict:
     if kind not in llm.PROGRAM_FILES:
         raise D2KError(f"--target must be implementation or proposal, not {kind!r}")

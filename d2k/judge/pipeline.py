@@ -38,7 +38,7 @@ class LLMContext:
         from d2k.judge import settings as settings_mod
 
         self.settings = settings or settings_mod.load(root=bench.root)
-        self.runner = llm.Runner(self.settings, lm=lm)
+        self.runner = llm.CallPool(self.settings, lm=lm)
         programs_dir = bench.root / "judges"
         from d2k.judge import calibration as calibration_mod
 

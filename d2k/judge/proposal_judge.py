@@ -21,7 +21,7 @@ def _normal(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
-def judge_proposal(task: Task, items: list[DesignItem], text: str, runner: llm.Runner, program,
+def judge_proposal(task: Task, items: list[DesignItem], text: str, runner: llm.CallPool, program,
                    program_hash: str, cached: dict[str, Verdict] | None = None) -> list[Verdict]:
     design = text if len(text) <= MAX_DESIGN_CHARS else text[:MAX_DESIGN_CHARS] + "\n... (truncated)"
     normal_design = _normal(design)

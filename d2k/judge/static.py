@@ -30,7 +30,6 @@ from d2k.schema import DesignItem
 
 NAME = "static"
 VERSION = "3"
-VERDICTS = ("implemented", "partial", "missing", "undetermined", "judge_error")
 
 
 @dataclass

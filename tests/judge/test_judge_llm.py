@@ -48,7 +48,7 @@ def test_code_judge_with_dummy_lm_follows_the_dependency_order(bench):
     static = static_judge(facts, items)
     answers = [{"verdict": "missing", "cited_lines": "[5]", "rationale": "r", "confidence": "0.9"}] * len(items)
     lm = dspy.utils.DummyLM(answers)
-    runner = llm.Runner(fast_settings(), lm=lm)
+    runner = llm.CallPool(fast_settings(), lm=lm)
     program = llm.ImplementationJudge()
     verdicts = code_judge.judge_code(bench.task("rmsnorm"), items, facts, static, runner, program, "h", "llm")
     assert [v.verdict for v in verdicts] == ["missing"] * len(items)
@@ -70,7 +70,7 @@ def test_hybrid_only_asks_about_verdicts_of_poorly_measured_strength(bench):
                                  ["test"], "2")
     weak = [v.item_id for v in static if not calibration.keep_static(record, v.strength, v.verdict)]
     lm = dspy.utils.DummyLM([{"verdict": "partial", "cited_lines": "[]", "rationale": "r", "confidence": "0.5"}] * 10)
-    runner = llm.Runner(fast_settings(), lm=lm)
+    runner = llm.CallPool(fast_settings(), lm=lm)
     verdicts = code_judge.judge_code(bench.task("rmsnorm"), items, facts, static, runner, llm.ImplementationJudge(), "h",
                                      "hybrid", calibration=record)
     assert len(lm.history) == len(weak) >= 1
@@ -251,7 +251,7 @@ def test_optimize_compiles_saves_and_loads_the_program(tmp_path):
 
     bench = Benchmark.load()
     lm = dspy.utils.DummyLM([{"verdict": "implemented", "cited_lines": "[1]", "rationale": "r", "confidence": "0.9"}] * 2000)
-    runner = llm.Runner(fast_settings(), lm=lm)
+    runner = llm.CallPool(fast_settings(), lm=lm)
     record = optimize(bench, runner, "implementation", "labeled", out_dir=tmp_path, max_demos=2)
     assert record["train_examples"] > 0 and record["dev_examples"] > 0
     assert 0.0 <= record["dev_accuracy_before"] <= 1.0 and 0.0 <= record["dev_accuracy_after"] <= 1.0
