@@ -252,7 +252,9 @@ def rebuild(meta: dict, blob, device) -> torch.Tensor:
         t = raw.to(torch.bool)
     else:
         t = raw.view(dtype)
-    return t.reshape(shape).to(device)
+    # a tensor that owns its memory: on the CPU `.to` would alias the received bytes, which the
+    # candidate keeps to rebuild the inputs of a reused call
+    return t.reshape(shape).to(device, copy=True)
 
 
 def unpack(metas: list, blobs: list, device) -> dict:
