@@ -226,11 +226,14 @@ def test_judge_eval_llm_and_proposals_against_the_fake_endpoint():
     with FakeOpenAI(responder) as server:
         env = {"D2K_JUDGE_MODEL": "fake", "D2K_JUDGE_API_BASE": server.base_url}
         # one frozen part (committed; the wild copies are not, so a clean clone has no wild files)
-        out = d2k("judge", "eval", "--judge", "hybrid", "--scope", "level", "--part", "test", env=env)
+        # --boot 50: the intervals are tested elsewhere; here, that both paths run and store
+        out = d2k("judge", "eval", "--judge", "hybrid", "--scope", "level", "--part", "test", "--boot", "50",
+                  "--concurrency", "8", env=env)
         assert out.returncode == 0, out.stderr
         assert "judge hybrid v1 against" in out.stdout
         hybrid_calls = len(server.requests)
-        out = d2k("judge-eval", "--gold", "proposals", "--scope", "level", env=env)  # the old spelling of `judge eval`
+        out = d2k("judge-eval", "--gold", "proposals", "--scope", "level", "--boot", "50", "--concurrency", "8",
+                  env=env)  # the old spelling of `judge eval`
         assert out.returncode == 0, out.stderr
         proposal_calls = len(server.requests) - hybrid_calls
     bench = Benchmark.load()
