@@ -25,12 +25,11 @@ import json
 import re
 import shutil
 import textwrap
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from d2k.errors import D2KError
+from d2k.loopback import ChatServer
 
 TASKS = ("rmsnorm", "silu_and_mul")
 MODELS = ("demo-diligent", "demo-hasty")
@@ -119,53 +118,9 @@ def judge_reply(body: dict) -> str:
             f"\n\n[[ ## confidence ## ]]\n0.6\n\n[[ ## completed ## ]]")
 
 
-class ScriptedServer:
-    """``POST /v1/chat/completions``: the scripted models (requests with tools) and judge (without)."""
-
-    def __init__(self, root: Path):
-        self.requests = 0
-        lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                with lock:
-                    server.requests += 1
-                if body.get("tools"):
-                    message = {"role": "assistant", **agent_reply(body, root)}
-                else:
-                    message = {"role": "assistant", "content": judge_reply(body)}
-                words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
-                payload = {"id": "demo", "object": "chat.completion", "created": int(time.time()),
-                           "model": body.get("model", "demo"),
-                           "choices": [{"index": 0, "message": message,
-                                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-                           "usage": {"prompt_tokens": words, "completion_tokens": 20, "total_tokens": words + 20}}
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+def scripted_server(root: Path) -> ChatServer:
+    """The loopback endpoint of the scripted models (requests with tools) and judge (without)."""
+    return ChatServer(lambda body, n: agent_reply(body, root) if body.get("tools") else judge_reply(body))
 
 
 class FaultyClient:
@@ -229,7 +184,7 @@ def build(out: Path, db: Path | None = None, workers: int = 2, progress=None) ->
     try:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
         store.set_meta("demo", json.dumps({"note": DEMO_NOTE, "built": stamp, "command": "d2k demo"}))
-        with ScriptedServer(root) as server:
+        with scripted_server(root) as server:
             spec_path = out / "demo-spec.toml"
             models = "\n".join(textwrap.dedent(f"""
                 [[models]]
@@ -258,7 +213,7 @@ def build(out: Path, db: Path | None = None, workers: int = 2, progress=None) ->
             judge = LLMContext(bench, settings)
             counts = run_experiment(spec, spec_path, store, bench, work, "interpreter", "local",
                                     client=FaultyClient(server.base_url), judge_context=judge, progress=progress)
-            requests = server.requests
+            requests = len(server.requests)
         from d2k.analysis import analyze
 
         analyzed = analyze(store, n_boot=1000)
