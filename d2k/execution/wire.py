@@ -285,7 +285,7 @@ def perturb(tensors: dict, names: list[str], seed: int, call: int) -> None:
     timed calls see the same values and a result cached from an earlier call is wrong. Swapping
     within a row keeps every value the task's input builder made (ranges, signs, row sums), and the
     bytes are moved as integers, so the trusted side replays it exactly. The rows are evenly spaced
-    from a random phase (distinct, and drawn in O(k): a random subset of millions of rows cost
+    from a random start (distinct, and drawn in O(k): a random subset of millions of rows cost
     milliseconds per call on both sides); the pairs come from ``numpy``'s generator seeded with
     (seed, call, tensor index): the same on both sides.
     """
@@ -297,8 +297,9 @@ def perturb(tensors: dict, names: list[str], seed: int, call: int) -> None:
             continue
         rng = np.random.default_rng([seed, call, index])
         k = min(rows, max(1, -(-t.numel() // 4096)))
-        step = rows // k
-        row = np.arange(rows) if k == rows else rng.integers(0, step) + step * np.arange(k)
+        # k distinct rows, evenly spaced from a random start and wrapping around: every row is
+        # equally likely to be touched
+        row = np.arange(rows) if k == rows else (rng.integers(0, rows) + (rows // k) * np.arange(k)) % rows
         a = rng.integers(0, cols, size=k)
         b = (a + rng.integers(1, cols, size=k)) % cols
         flat = t.view(-1).view(_BYTE_VIEW[t.element_size()]) if t.element_size() in _BYTE_VIEW else None
