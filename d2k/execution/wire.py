@@ -69,9 +69,9 @@ class Arena:
 
     @classmethod
     def create(cls, size: int) -> Arena:
-        fd = os.memfd_create("d2k-arena", os.MFD_CLOEXEC)
-        os.ftruncate(fd, size)
-        return cls(fd)
+        from d2k.execution.shm import memfd
+
+        return cls(memfd(size))
 
     def layout(self, sizes: list[int]) -> list[int] | None:
         """Offsets for blobs of these sizes, or None when they do not fit."""

@@ -41,10 +41,10 @@ ARENA_BYTES = {True: 1 << 30, False: 32 << 30}
 
 def _memfd(size: int) -> int | None:
     """A shared-memory file of ``size`` bytes for ``wire.Arena``; None where memfd is missing."""
+    from d2k.execution.shm import memfd
+
     try:
-        fd = os.memfd_create("d2k-arena", os.MFD_CLOEXEC)
-        os.ftruncate(fd, size)
-        return fd
+        return memfd(size)
     except (AttributeError, OSError):
         return None
 

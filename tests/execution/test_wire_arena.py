@@ -124,3 +124,16 @@ def test_an_evaluation_with_large_tensors_crosses_through_the_arena(tmp_path):
     # inputs (2 MiB of x) out, outputs (2 MiB of y per checked call) back: all through the arena
     assert sent["arena"] >= 2 * (2 << 20), sent
     assert sent["pipe"] < (1 << 20), sent
+
+
+def test_the_arena_cannot_be_shrunk_or_grown_by_whoever_holds_it():
+    """The candidate inherits the arena's file: shrinking it under the worker's mapping would
+    crash the trusted side on its next access (SIGBUS). The file is sealed."""
+    arena = wire.Arena.create(1 << 20)
+    try:
+        for size in (0, 4096, 2 << 20):
+            with pytest.raises(PermissionError):
+                os.ftruncate(arena.fd, size)
+        assert os.fstat(arena.fd).st_size == 1 << 20
+    finally:
+        arena.close()
