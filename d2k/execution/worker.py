@@ -33,7 +33,6 @@ from pathlib import Path
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
 
-# kernels that come from libraries rather than the solution (for the kernel-less flag)
 # the shared-memory arena's size, by backend (interpreter: smoke tensors, inside its address-space
 # limit); a frame larger than the arena crosses the pipe
 ARENA_BYTES = {True: 1 << 30, False: 32 << 30}
@@ -49,6 +48,7 @@ def _memfd(size: int) -> int | None:
         return None
 
 
+# kernels that come from libraries rather than the solution (for the kernel-less flag)
 LIBRARY_KERNEL_MARKERS = ("at::", "at_cuda_detail", "c10::", "cublas", "cutlass", "nvjet", "xmma", "gemm", "gemv",
                           "cub::", "thrust::", "memcpy", "memset", "Memcpy", "Memset", "cudnn", "flash::", "pytorch_")
 
