@@ -212,7 +212,9 @@ class CandidateProcess:
         except self.wire.WireError as exc:
             if self.proc.poll() is None and "closed" not in str(exc):
                 self.kill()
-                raise CandidateFailed("failed", f"the candidate broke the protocol: {exc}") from None
+                hint = (" (a reply may hold twice the outputs' size by the task's signature: check their shapes "
+                        "and dtypes)") if "announced" in str(exc) else ""
+                raise CandidateFailed("failed", f"the candidate broke the protocol: {exc}{hint}") from None
             raise self.died() from None
 
     def _count(self, via_arena: int, blobs) -> None:
@@ -220,9 +222,9 @@ class CandidateProcess:
         self.wire_bytes["arena"] += via_arena
         self.wire_bytes["pipe"] += total - via_arena
 
-    def request(self, header: dict, blobs=None) -> tuple[dict, list]:
+    def request(self, header: dict, blobs=None, limit: int | None = None) -> tuple[dict, list]:
         self.send(header, blobs)
-        reply, out = self.receive()
+        reply, out = self.receive(limit)
         if not reply.get("ok"):
             kind = reply.get("kind")
             status = {"output": "failed", "tampered": "failed", "oom": "error", "missing_library": "skipped"}.get(kind, "error")
@@ -288,6 +290,7 @@ class Checker:
             self.fixed |= set(getattr(reference_module, "INTERPRETER_FIXED_INPUTS", ()))
         self.rng = random.SystemRandom()
         self.triton_launches = 0
+        self.workload: dict = {}
 
     # -- helpers -------------------------------------------------------------------------------
     def sync(self):
@@ -337,17 +340,41 @@ class Checker:
         """One call of the candidate on ``inputs``; ``reuse``: the same inputs as its last call,
         which it rebuilds from the bytes it kept (nothing is sent again)."""
         command = {"op": "call", "returned": self.returned, "mutated": self.mutated}
+        limit = self.reply_bytes(inputs, calls=1)
         if reuse:
-            reply, out = self.candidate.request({**command, "reuse": True})
+            reply, out = self.candidate.request({**command, "reuse": True}, limit=limit)
         else:
             metas, blobs = self.wire.pack(inputs)
-            reply, out = self.candidate.request({**command, "inputs": metas}, blobs)
+            reply, out = self.candidate.request({**command, "inputs": metas}, blobs, limit=limit)
         facts = reply.get("facts", {})
         self.triton_launches += int(facts.get("triton_launches", 0) or 0)
         modified = facts.get("modified_inputs") or []
         if modified:
             raise CheckFailed(f"{who} modified input {modified[0]}, which the op must not write")
         return self.received(reply.get("outputs", []), out, facts, who)
+
+    def reply_bytes(self, inputs: dict, calls: int) -> int:
+        """The most tensor bytes a reply may announce: twice what ``calls`` calls' outputs take by the
+        signature (plus 1 MiB), so a candidate cannot make this process allocate without bound;
+        the configured ceiling where an output's size cannot be computed ahead."""
+        from d2k.execution.inputs import resolve_dtypes, spec_dtype, spec_shape
+
+        torch = self.torch
+        total = 0
+        try:
+            dtypes = resolve_dtypes(self.workload, self.interpreter)
+            for spec in self.signature["outputs"]:
+                given = inputs.get(spec["name"])
+                if spec.get("inplace") and isinstance(given, torch.Tensor):
+                    total += given.numel() * given.element_size()
+                else:
+                    numel = 1
+                    for d in spec_shape(spec, self.workload):
+                        numel *= d
+                    total += numel * torch.empty((), dtype=spec_dtype(spec, dtypes, self.interpreter)).element_size()
+        except Exception:  # a shape the signature cannot state ahead (data-dependent)
+            return self.candidate.reply_limit
+        return min(self.candidate.reply_limit, 2 * total * calls + (1 << 20))
 
     def canonical(self, outputs: dict, inputs: dict) -> dict:
         """Outputs in the task's canonical form (e.g. order-free results sorted), if it defines one."""
@@ -411,9 +438,10 @@ class Checker:
         # was issued, from this process's randomness.
         sample: list[int] = []
         seen = 0
+        limit = self.reply_bytes(base, calls=8)  # the last reply carries the kept calls' outputs (at most 8)
         while True:
             # answer each "issued" at once: the candidate waits for the decision between timed calls
-            reply, out = self.candidate.receive(spin_s=self.wire.spin_s(self.interpreter))
+            reply, out = self.candidate.receive(limit=limit, spin_s=self.wire.spin_s(self.interpreter))
             if reply.get("op") == "issued":
                 j = int(reply.get("call", -1))
                 seen += 1
@@ -471,6 +499,7 @@ class Checker:
 
     def evaluate(self, workload: dict) -> dict:
         record = {"workload": workload["id"], "status": "passed", "reason": None}
+        self.workload = workload
         self.triton_launches = 0
         # where an evaluation's wall time goes: checking, timing, and of each the seconds spent writing
         # to the candidate's pipe (inputs and decisions; a write blocks until the candidate reads)

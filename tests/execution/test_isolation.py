@@ -46,6 +46,8 @@ SOLUTIONS = {
             time.perf_counter = lambda: 0.0
             return _rms(x, w, eps)
         '''),
+    # 32 MiB back for a 8 KiB output: refused from its header, before the trusted side allocates it
+    "oversized": GOOD_BODY + "\ndef run(x, w, eps):\n    return torch.zeros(4096, 4096, dtype=x.dtype)\n",
     "syntax_error": "def run(x, w, eps)\n    return x\n",
     "no_run": GOOD_BODY,
     "good": GOOD_BODY + "\ndef run(x, w, eps):\n    return _rms(x, w, eps)\n",
@@ -63,6 +65,7 @@ EXPECTED = {
     "damages_input": ("failed", "modified input x"),
     "caches_by_pointer": ("failed", "outside tolerance"),
     "tampers_timer": ("failed", "replaced time.perf_counter"),
+    "oversized": ("failed", "bytes of tensors announced, more than the"),
     "syntax_error": ("error", "SyntaxError"),
     "no_run": ("error", "defines no function run()"),
     "good": ("passed", None),
