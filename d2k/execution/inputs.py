@@ -117,5 +117,10 @@ def tensor_bytes(inputs: dict) -> int:
     return sum(t.numel() * t.element_size() for t in inputs.values() if isinstance(t, torch.Tensor))
 
 
+def clone_inputs(inputs: dict) -> dict:
+    """A copy of an input set (tensors cloned); used by the timing studies in benchmarks/."""
+    return {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in inputs.items()}
+
+
 def numel(shape) -> int:
     return math.prod(shape)
