@@ -111,7 +111,7 @@ class Candidate:
         self.equal = torch.equal  # for the unchanged-inputs fact, captured before the solution can patch it
         for owner, attrs in ((timing.CudaTimer, ("measure", "flush_l2", "recording", "annotate")),
                              (timing.WallTimer, ("measure",)), (timing, ("device_spans",)),
-                             (wire, ("perturb", "pack", "send", "recv", "tensor_bytes", "byte_view", "spin_s")),
+                             (wire, ("perturb", "pack", "send", "recv", "byte_view", "spin_s")),
                              (Candidate, ("outputs", "time", "call", "reply")),
                              # the tensor methods that copy and serialise outputs on this side
                              (torch.Tensor, ("clone", "detach", "contiguous", "reshape", "view", "cpu", "numpy",

@@ -212,11 +212,6 @@ def byte_view(t: torch.Tensor) -> torch.Tensor:
     return flat.view(torch.uint8) if flat.dtype != torch.uint8 else flat
 
 
-def tensor_bytes(t: torch.Tensor):
-    """The tensor's elements in row-major order as a byte buffer (a host copy)."""
-    return byte_view(t).cpu().numpy()
-
-
 def pack(tensors: dict) -> tuple[list[dict], list]:
     """Descriptions and bytes (flat uint8 tensors, still on their device) of named tensors; scalars
     travel in the description. ``send`` moves the bytes to the host or the arena."""

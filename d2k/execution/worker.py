@@ -197,7 +197,7 @@ class CandidateProcess:
     def send(self, header: dict, blobs=None) -> None:
         started = time.perf_counter()
         try:
-            self._count(self.wire.send(self.cmd_w, header, blobs, arena=self.arena), blobs)
+            self._count(blobs, via_arena=bool(self.wire.send(self.cmd_w, header, blobs, arena=self.arena)))
         except (BrokenPipeError, OSError):
             raise self.died() from None
         finally:
@@ -207,7 +207,7 @@ class CandidateProcess:
         try:
             reply, blobs = self.wire.recv(self.reply_r, self.reply_limit if limit is None else limit,
                                           spin_s=spin_s, arena=self.arena)
-            self._count(sum(self.wire.blob_size(b) for b in blobs) if "arena" in reply else 0, blobs)
+            self._count(blobs, via_arena="arena" in reply)
             return reply, blobs
         except self.wire.WireError as exc:
             if self.proc.poll() is None and "closed" not in str(exc):
@@ -217,10 +217,9 @@ class CandidateProcess:
                 raise CandidateFailed("failed", f"the candidate broke the protocol: {exc}{hint}") from None
             raise self.died() from None
 
-    def _count(self, via_arena: int, blobs) -> None:
-        total = sum(self.wire.blob_size(b) for b in blobs or [])
-        self.wire_bytes["arena"] += via_arena
-        self.wire_bytes["pipe"] += total - via_arena
+    def _count(self, blobs, via_arena: bool) -> None:
+        """Add a frame's tensor bytes to the way it took (a frame goes one way whole)."""
+        self.wire_bytes["arena" if via_arena else "pipe"] += sum(self.wire.blob_size(b) for b in blobs or [])
 
     def request(self, header: dict, blobs=None, limit: int | None = None) -> tuple[dict, list]:
         self.send(header, blobs)
@@ -290,7 +289,6 @@ class Checker:
             self.fixed |= set(getattr(reference_module, "INTERPRETER_FIXED_INPUTS", ()))
         self.rng = random.SystemRandom()
         self.triton_launches = 0
-        self.workload: dict = {}
 
     # -- helpers -------------------------------------------------------------------------------
     def sync(self):
@@ -336,11 +334,11 @@ class Checker:
                 raise CheckFailed(f"{who}: output {off[0]} is on {facts['device'][off[0]]}, not the GPU")
         return outputs
 
-    def run_candidate(self, inputs: dict, who: str, reuse: bool = False) -> dict:
+    def run_candidate(self, workload: dict, inputs: dict, who: str, reuse: bool = False) -> dict:
         """One call of the candidate on ``inputs``; ``reuse``: the same inputs as its last call,
         which it rebuilds from the bytes it kept (nothing is sent again)."""
         command = {"op": "call", "returned": self.returned, "mutated": self.mutated}
-        limit = self.reply_bytes(inputs, calls=1)
+        limit = self.reply_bytes(workload, inputs, calls=1)
         if reuse:
             reply, out = self.candidate.request({**command, "reuse": True}, limit=limit)
         else:
@@ -353,25 +351,19 @@ class Checker:
             raise CheckFailed(f"{who} modified input {modified[0]}, which the op must not write")
         return self.received(reply.get("outputs", []), out, facts, who)
 
-    def reply_bytes(self, inputs: dict, calls: int) -> int:
+    def reply_bytes(self, workload: dict, inputs: dict, calls: int) -> int:
         """The most tensor bytes a reply may announce: twice what ``calls`` calls' outputs take by the
         signature (plus 1 MiB), so a candidate cannot make this process allocate without bound;
         the configured ceiling where an output's size cannot be computed ahead."""
-        from d2k.execution.inputs import resolve_dtypes, spec_dtype, spec_shape
+        from d2k.execution.inputs import numel, resolve_dtypes, spec_dtype, spec_shape, tensor_bytes
 
-        torch = self.torch
-        total = 0
+        total = tensor_bytes({name: inputs[name] for name in self.mutated})
         try:
-            dtypes = resolve_dtypes(self.workload, self.interpreter)
+            dtypes = resolve_dtypes(workload, self.interpreter)
             for spec in self.signature["outputs"]:
-                given = inputs.get(spec["name"])
-                if spec.get("inplace") and isinstance(given, torch.Tensor):
-                    total += given.numel() * given.element_size()
-                else:
-                    numel = 1
-                    for d in spec_shape(spec, self.workload):
-                        numel *= d
-                    total += numel * torch.empty((), dtype=spec_dtype(spec, dtypes, self.interpreter)).element_size()
+                if not spec.get("inplace"):
+                    dtype = spec_dtype(spec, dtypes, self.interpreter)
+                    total += numel(spec_shape(spec, workload)) * dtype.itemsize
         except Exception:  # a shape the signature cannot state ahead (data-dependent)
             return self.candidate.reply_limit
         return min(self.candidate.reply_limit, 2 * total * calls + (1 << 20))
@@ -396,9 +388,9 @@ class Checker:
         for trial in range(int(self.task.get("trials", 3))):
             seed = int(workload.get("seed", 0)) * 1_000_003 + trial
             inputs = self.inputs(workload, seed)
-            first = self.run_candidate(inputs, "the solution")
+            first = self.run_candidate(workload, inputs, "the solution")
             expected = self.run_reference(self.fresh(inputs))
-            second = self.run_candidate(inputs, "the solution", reuse=True)
+            second = self.run_candidate(workload, inputs, "the solution", reuse=True)
             first, expected, second = (self.canonical(o, inputs) for o in (first, expected, second))
             stats = self.compare(first, expected, f"trial {trial} (first call)")
             self.compare(second, expected, f"trial {trial} (second call)")
@@ -438,7 +430,7 @@ class Checker:
         # was issued, from this process's randomness.
         sample: list[int] = []
         seen = 0
-        limit = self.reply_bytes(base, calls=8)  # the last reply carries the kept calls' outputs (at most 8)
+        limit = self.reply_bytes(workload, base, calls=8)  # the last reply carries the kept calls' outputs (at most 8)
         while True:
             # answer each "issued" at once: the candidate waits for the decision between timed calls
             reply, out = self.candidate.receive(limit=limit, spin_s=self.wire.spin_s(self.interpreter))
@@ -499,7 +491,6 @@ class Checker:
 
     def evaluate(self, workload: dict) -> dict:
         record = {"workload": workload["id"], "status": "passed", "reason": None}
-        self.workload = workload
         self.triton_launches = 0
         # where an evaluation's wall time goes: checking, timing, and of each the seconds spent writing
         # to the candidate's pipe (inputs and decisions; a write blocks until the candidate reads)
