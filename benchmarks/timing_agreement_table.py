@@ -1,55 +1,97 @@
-"""The timing-v2 agreement table from one trusted_h200.sh call.
+"""The timing-v2 agreement table from one device call.
 
     python3 benchmarks/timing_agreement_table.py OUT_DIR
 
-Reads OUT_DIR/agreement.json (d2k's evaluations in device-span mode: five processes per workload)
-and OUT_DIR/graph_replay.jsonl (the independent CUDA-graph-replay figure) and prints, per workload,
-the graph-replay time, the medians over the five processes of d2k's device span and event window,
-their deviation from the graph replay, and the coefficient of variation of each over the processes.
+Reads OUT_DIR/agreement.json (d2k's evaluations in device-span mode, one row per process and
+workload) and whichever independent figures the call produced:
+  - OUT_DIR/ncu.csv and OUT_DIR/ncu_cases.json: Nsight Compute's `gpu__time_duration` of every
+    kernel of N calls per workload, caches flushed before each (benchmarks/ncu_calls.py);
+  - OUT_DIR/graph_replay.jsonl: a CUDA-graph replay with read flushes (benchmarks/graph_replay_timing.py).
+Prints, per workload, the independent figure, the medians over the processes of d2k's kernel sum,
+device span and event window, their deviation from the independent figure, and the coefficient of
+variation of each over the processes. The like-for-like comparison with ncu is the kernel sum
+(both add up kernel durations); the span adds the gaps between a solution's kernels.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
+MARKER = "spin_kernel"  # torch.cuda._sleep's kernel: ncu_calls.py launches one before each call
+
 
 def cv(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.mean(values) * 100 if len(values) > 1 else float("nan")
 
 
+def ncu_per_call(csv_path: Path, cases_path: Path) -> dict[tuple[str, str], dict]:
+    """Median kernel-duration sum (µs) and kernel count per call of each case, from ncu's raw CSV."""
+    cases = json.loads(cases_path.read_text())
+    rows = [r for r in csv.DictReader(csv_path.read_text().splitlines()) if (r.get("ID") or "").strip().isdigit()]
+    rows.sort(key=lambda r: int(r["ID"]))
+    calls: list[list[float]] = []
+    for r in rows:
+        if MARKER in r["Kernel Name"]:
+            calls.append([])
+        elif calls:
+            calls[-1].append(float(r["gpu__time_duration.sum"]) / 1e3)  # ns (--print-units base) -> µs
+    expected = sum(c["calls"] for c in cases)
+    if len(calls) != expected:
+        raise SystemExit(f"ncu.csv holds {len(calls)} marked calls, ncu_cases.json announces {expected}")
+    out, at = {}, 0
+    for c in cases:
+        mine = calls[at:at + c["calls"]]
+        at += c["calls"]
+        sums = [sum(k) for k in mine]
+        out[(c["task"], c["workload"])] = {"sum_us": statistics.median(sums), "cv": cv(sums),
+                                           "kernels": statistics.median(len(k) for k in mine)}
+    return out
+
+
+def graph_per_call(path: Path) -> dict[tuple[str, str], float | str]:
+    graph = {}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        graph[(r["task"], r["workload"])] = r["per_call_ms"] * 1e3 if "error" not in r else r["error"]
+    return graph
+
+
+def deviation(value: float, ref: float | None) -> str:
+    return f"{(value / ref - 1) * 100:+.1f} %" if isinstance(ref, float) else "—"
+
+
 def main(out: str) -> int:
     out_dir = Path(out)
     rows = json.loads((out_dir / "agreement.json").read_text())
-    graph = {}
-    for line in (out_dir / "graph_replay.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        graph[(r["task"], r["workload"])] = r.get("per_call_ms") if "error" not in r else r["error"]
-    runs = defaultdict(lambda: {"span": [], "event": [], "kernels": []})
+    ncu = ncu_per_call(out_dir / "ncu.csv", out_dir / "ncu_cases.json") if (out_dir / "ncu.csv").exists() else {}
+    graph = graph_per_call(out_dir / "graph_replay.jsonl") if (out_dir / "graph_replay.jsonl").exists() else {}
+    runs = defaultdict(lambda: defaultdict(list))
     for r in rows:
         if r["status"] != "passed" or r["span_median_ms"] is None:
             continue
-        key = (r["task_id"], r["workload_id"])
-        runs[key]["span"].append(r["span_median_ms"] * 1e3)
-        runs[key]["event"].append(r["event_median_ms"] * 1e3)
-        runs[key]["kernels"].append(r["kernels_per_call"])
-    print("| task | workload | graph replay µs | span µs (median of runs) | span vs graph | event µs | event vs graph "
-          "| span CV % | event CV % | runs | kernels/call |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+        run = runs[(r["task_id"], r["workload_id"])]
+        run["span"].append(r["span_median_ms"] * 1e3)
+        run["sum"].append(r["kernel_sum_median_ms"] * 1e3)
+        run["event"].append(r["event_median_ms"] * 1e3)
+        run["kernels"].append(r["kernels_per_call"])
+    print("| task | workload | ncu µs (kernels) | d2k kernel sum µs | vs ncu | d2k span µs | vs ncu | event µs "
+          "| graph replay µs | span CV % | event CV % | processes |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key in sorted(runs):
         r = runs[key]
+        n = ncu.get(key)
+        ref = n["sum_us"] if n else None
+        ksum, span, event = (statistics.median(r[k]) for k in ("sum", "span", "event"))
         g = graph.get(key)
-        span, event = statistics.median(r["span"]), statistics.median(r["event"])
-        if isinstance(g, (int, float)):
-            g_us = g * 1e3
-            gs, d_span, d_event = f"{g_us:.2f}", f"{(span / g_us - 1) * 100:+.1f} %", f"{(event / g_us - 1) * 100:+.1f} %"
-        else:
-            gs, d_span, d_event = f"— ({str(g)[:40]})" if g else "—", "—", "—"
-        print(f"| {key[0]} | {key[1]} | {gs} | {span:.2f} | {d_span} | {event:.2f} | {d_event} | {cv(r['span']):.2f} "
-              f"| {cv(r['event']):.2f} | {len(r['span'])} | {statistics.median(r['kernels']):.0f} |")
+        gs = f"{g:.2f}" if isinstance(g, float) else (f"— ({str(g)[:30]})" if g else "—")
+        ns = f"{ref:.2f} ({n['kernels']:.0f})" if n else "—"
+        print(f"| {key[0]} | {key[1]} | {ns} | {ksum:.2f} | {deviation(ksum, ref)} | {span:.2f} | {deviation(span, ref)} "
+              f"| {event:.2f} | {gs} | {cv(r['span']):.2f} | {cv(r['event']):.2f} | {len(r['span'])} |")
     return 0
 
 

@@ -2,7 +2,10 @@
 # One device call for the trusted-execution and timing-v2 issues. Writes under $OUT:
 #   sandbox.txt      which sandbox layers this machine allows (namespaces, user drop, CUDA as nobody)
 #   corpus_gpu.jsonl the reward-hack corpus on the GPU (tests/adversarial, pytest -m gpu)
-#   agreement.jsonl  timing v2: device span vs event window vs CUDA-graph replay, 5 processes each
+#   agreement.json   timing v2: device span, kernel sum and event window, SPAN_RUNS processes each
+#   ncu.csv, ncu_cases.json  the independent figure: ncu's kernel durations (benchmarks/ncu_calls.py)
+#   graph_replay.jsonl a second one: CUDA-graph replay (benchmarks/graph_replay_timing.py)
+#   (benchmarks/timing_agreement_table.py OUT_DIR prints the table)
 #   overhead.log     the boundary's cost: the same evaluations under the old in-process worker
 #                    (old/, the commit before the boundary) and the new one
 # Needs .whl (benchmarks/gpu_env.sh) and old/ (git archive of the old commit) carried.
@@ -40,6 +43,15 @@ CASES=""
 for t in rmsnorm silu_and_mul softmax_vocab moe_grouped_topk_routing top_k_top_p_sampling; do
   for w in $(python3 -c "import json;[print(json.loads(l)['id']) for l in open('workloads/$t.jsonl') if json.loads(l)['tag']=='bench']"); do CASES="$CASES $t:$w"; done
 done
+# the independent figure: Nsight Compute's kernel durations, caches flushed, clocks left alone
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [[ -z ${SKIP_NCU:-} && -n $NCU ]]; then
+  timeout $(budget ${NCU_SECONDS:-120}) "$NCU" --clock-control none --cache-control all --metrics gpu__time_duration.sum \
+    --profile-from-start off --target-processes all -f -o /tmp/ncu_calls \
+    python3 benchmarks/ncu_calls.py ${NCU_CALLS:-20} $CASES > "$OUT/ncu_calls.log" 2>&1
+  grep '^CASES ' "$OUT/ncu_calls.log" | sed 's/^CASES //' > "$OUT/ncu_cases.json"
+  "$NCU" -i /tmp/ncu_calls.ncu-rep --csv --page raw --print-units base > "$OUT/ncu.csv" 2>> "$OUT/ncu_calls.log"
+fi
 [[ -n ${SKIP_REPLAY:-} ]] || timeout $(budget 80) python3 benchmarks/graph_replay_timing.py $CASES > "$OUT/graph_replay.jsonl" 2> "$OUT/graph_replay.err"
 for i in $(seq 1 ${SPAN_RUNS:-2}); do  # SPAN_RUNS=0 skips
   D2K_TIMING='{"device_span": true, "flush_mode": "read"}' timeout $(budget ${SPAN_SECONDS:-50}) python3 -m d2k bench \
@@ -49,4 +61,5 @@ python3 -m d2k sql "SELECT task_id, workload_id, run_id, median_ms, event_median
 python3 -c "import duckdb, sys; duckdb.connect(sys.argv[1]).execute('CHECKPOINT')" "$D2K_DB"  # fold the WAL in before copying
 cp "$D2K_DB" "$OUT/trusted.duckdb" 2>/dev/null
 # logs travel as one archive
-(cd "$OUT" && tar czf logs.tgz --remove-files *.log *.txt 2>/dev/null)
+python3 benchmarks/timing_agreement_table.py "$OUT" > "$OUT/agreement_table.md" 2>&1
+(cd "$OUT" && tar czf logs.tgz --remove-files *.log *.txt *.err 2>/dev/null)
