@@ -39,7 +39,7 @@ def ncu_per_call(csv_path: Path, cases_path: Path) -> dict[tuple[str, str], dict
         if MARKER in r["Kernel Name"]:
             calls.append([])
         elif calls:
-            calls[-1].append(float(r["gpu__time_duration.sum"]) / 1e3)  # ns (--print-units base) -> µs
+            calls[-1].append(float(r["gpu__time_duration.sum"].replace(",", "")) / 1e3)  # ns (--print-units base), "32,992"
     expected = sum(c["calls"] for c in cases)
     if len(calls) != expected:
         raise SystemExit(f"ncu.csv holds {len(calls)} marked calls, ncu_cases.json announces {expected}")
