@@ -5,7 +5,7 @@
 #   2. every bench workload of the first fifteen tasks: expert, then the eager reference, device
 #      span with the read flush (the event window is stored beside it in the same evaluation).
 # Writes $OUT/retime.json (one row per evaluation) and logs.tgz. Budgets: COST_SECONDS,
-# EXPERT_SECONDS, REFERENCE_SECONDS. Needs .whl carried (benchmarks/gpu_env.sh).
+# EXPERT_SECONDS, REFERENCE_SECONDS; EXPERT_TASKS, REFERENCE_TASKS narrow a pass (none skips it). Needs .whl carried (benchmarks/gpu_env.sh).
 set -uo pipefail
 export D2K_DB=${D2K_DB:-/tmp/retime.duckdb}
 source benchmarks/gpu_env.sh
@@ -21,8 +21,10 @@ export D2K_TIMING='{"device_span": true, "flush_mode": "read"}'
 for s in expert reference; do
   budget=$([[ $s == expert ]] && echo "${EXPERT_SECONDS:-240}" || echo "${REFERENCE_SECONDS:-200}")
   start=$(date +%s)
-  timeout "$budget" python3 -m d2k bench --tasks "$FIFTEEN" --solution $s --per-workload > "$OUT/retime_$s.log" 2>&1
+  tasks=$([[ $s == expert ]] && echo "${EXPERT_TASKS:-$FIFTEEN}" || echo "${REFERENCE_TASKS:-$FIFTEEN}")
+  [[ $tasks == none ]] && continue
+  timeout "$budget" python3 -m d2k bench --tasks "$tasks" --solution $s --per-workload > "$OUT/retime_$s.log" 2>&1
   echo "$s sweep: $(( $(date +%s) - start )) s" | tee -a "$OUT/cost.log"
 done
 python3 -m d2k sql "SELECT e.task_id, e.workload_id, s.label, e.status, e.median_ms, e.event_median_ms, e.span_median_ms, e.kernel_sum_median_ms, e.kernels_per_call, e.iqr_ms, e.seconds, substr(e.reason, 1, 200) AS reason FROM evaluations e JOIN solutions s USING (solution_id) ORDER BY 1, 2, 3" --format json > "$OUT/retime.json"
-(cd "$OUT" && tar czf logs.tgz --remove-files *.log 2>/dev/null)
+(cd "$OUT" && tar czf logs.tgz --remove-files $(ls *.log | grep -v "^main.log$") 2>/dev/null)
