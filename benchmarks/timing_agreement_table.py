@@ -4,7 +4,7 @@
 
 Reads OUT_DIR/agreement.json (d2k's evaluations in device-span mode, one row per process and
 workload) and whichever independent figures the call produced:
-  - OUT_DIR/ncu.csv and OUT_DIR/ncu_cases.json: Nsight Compute's `gpu__time_duration` of every
+  - OUT_DIR/ncu.csv (or .csv.gz) and OUT_DIR/ncu_cases.json: Nsight Compute's `gpu__time_duration` of every
     kernel of N calls per workload, caches flushed before each (benchmarks/ncu_calls.py);
   - OUT_DIR/graph_replay.jsonl: a CUDA-graph replay with read flushes (benchmarks/graph_replay_timing.py).
 Prints, per workload, the independent figure, the medians over the processes of d2k's kernel sum,
@@ -16,6 +16,7 @@ variation of each over the processes. The like-for-like comparison with ncu is t
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import statistics
 import sys
@@ -32,18 +33,22 @@ def cv(values: list[float]) -> float:
 def ncu_per_call(csv_path: Path, cases_path: Path) -> dict[tuple[str, str], dict]:
     """Median kernel-duration sum (µs) and kernel count per call of each case, from ncu's raw CSV."""
     cases = json.loads(cases_path.read_text())
-    rows = [r for r in csv.DictReader(csv_path.read_text().splitlines()) if (r.get("ID") or "").strip().isdigit()]
+    text = gzip.decompress(csv_path.read_bytes()).decode() if csv_path.suffix == ".gz" else csv_path.read_text()
+    rows = [r for r in csv.DictReader(text.splitlines()) if (r.get("ID") or "").strip().isdigit()]
     rows.sort(key=lambda r: int(r["ID"]))
     calls: list[list[float]] = []
+    markers: list[float] = []
     for r in rows:
         if MARKER in r["Kernel Name"]:
             calls.append([])
+            markers.append(float(r["gpu__time_duration.sum"].replace(",", "")) / 1e3)
         elif calls:
             calls[-1].append(float(r["gpu__time_duration.sum"].replace(",", "")) / 1e3)  # ns (--print-units base), "32,992"
     expected = sum(c["calls"] for c in cases)
     if len(calls) != expected:
         raise SystemExit(f"ncu.csv holds {len(calls)} marked calls, ncu_cases.json announces {expected}")
-    out, at = {}, 0
+    # ncu's figure for the near-empty marker: the floor its duration puts under any kernel
+    out, at = {("", "marker"): {"sum_us": statistics.median(markers), "n": len(markers)}}, 0
     for c in cases:
         mine = calls[at:at + c["calls"]]
         at += c["calls"]
@@ -68,7 +73,8 @@ def deviation(value: float, ref: float | None) -> str:
 def main(out: str) -> int:
     out_dir = Path(out)
     rows = json.loads((out_dir / "agreement.json").read_text())
-    ncu = ncu_per_call(out_dir / "ncu.csv", out_dir / "ncu_cases.json") if (out_dir / "ncu.csv").exists() else {}
+    csv_path = next((p for p in (out_dir / "ncu.csv", out_dir / "ncu.csv.gz") if p.exists()), None)
+    ncu = ncu_per_call(csv_path, out_dir / "ncu_cases.json") if csv_path else {}
     graph = graph_per_call(out_dir / "graph_replay.jsonl") if (out_dir / "graph_replay.jsonl").exists() else {}
     runs = defaultdict(lambda: defaultdict(list))
     for r in rows:
@@ -79,6 +85,9 @@ def main(out: str) -> int:
         run["sum"].append(r["kernel_sum_median_ms"] * 1e3)
         run["event"].append(r["event_median_ms"] * 1e3)
         run["kernels"].append(r["kernels_per_call"])
+    if ("", "marker") in ncu:
+        m = ncu.pop(("", "marker"))
+        print(f"(ncu's duration of the marker kernel, a 100-cycle spin: median {m['sum_us']:.2f} µs over {m['n']})\n")
     print("| task | workload | ncu µs (kernels) | d2k kernel sum µs | vs ncu | d2k span µs | vs ncu | event µs "
           "| graph replay µs | span CV % | event CV % | processes |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
