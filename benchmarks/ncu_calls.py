@@ -2,7 +2,8 @@
 
     ncu --clock-control none --cache-control all --metrics gpu__time_duration.sum \
         --profile-from-start off -o rep python3 benchmarks/ncu_calls.py N TASK:WORKLOAD[:SOLUTION] ...
-    python3 benchmarks/ncu_agreement_table.py rep.csv cases.json d2k_agreement.json
+    ncu -i rep.ncu-rep --csv --page raw --print-units base > OUT_DIR/ncu.csv   # + the CASES line as ncu_cases.json
+    python3 benchmarks/timing_agreement_table.py OUT_DIR          (benchmarks/trusted_h200.sh does all three)
 
 The independent side of timing v2's agreement check (issue 17): ncu replays each kernel with the
 caches flushed (`--cache-control all`) and reports its duration from the hardware, with no events,
@@ -22,31 +23,20 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from profile_kernels import parse as parse_case  # noqa: E402
+from profile_kernels import load_case, parse  # noqa: E402
 
 from d2k.content import Benchmark  # noqa: E402
-from d2k.execution.inputs import build_inputs  # noqa: E402
-from d2k.execution.worker import load_module  # noqa: E402
-from d2k.job_payload import task_payload  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or not argv[0].isdigit():
         raise SystemExit("usage: ncu_calls.py N TASK:WORKLOAD[:SOLUTION] ...")
     calls = int(argv[0])
-    cases = [parse_case(a) for a in argv[1:]]
+    cases = [parse(a) for a in argv[1:]]
     bench = Benchmark.load(only=sorted({c[0] for c in cases}))
     done = []
     for task_id, workload_id, solution in cases:
-        payload = task_payload(bench, task_id)
-        ref = load_module(payload["reference_path"], f"ref_{task_id}")
-        path = bench.task_dir(task_id) / f"{solution}.py"
-        fn = load_module(path, f"sol_{task_id}_{solution}").run
-        matches = [w for w in bench.select_workloads(task_id, "all") if w.id in (workload_id, f"{task_id}_{workload_id}")]
-        if not matches:
-            raise SystemExit(f"{task_id} has no workload {workload_id!r}")
-        w = matches[0].model_dump()
-        inputs = build_inputs(payload["signature"], w, w["seed"], "cuda", False, ref)
+        fn, w, inputs = load_case(bench, task_id, workload_id, solution)
         for _ in range(3):  # compilation, autotuning, warm allocator: outside the profiled range
             fn(**inputs)
         torch.cuda.synchronize()

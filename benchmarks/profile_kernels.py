@@ -29,19 +29,24 @@ def parse(arg: str) -> tuple[str, str, str]:
     return parts[0], parts[1], parts[2] if len(parts) == 3 else "expert"
 
 
+def load_case(bench: Benchmark, task_id: str, workload_id: str, solution: str):
+    """The solution's ``run``, the workload (a dict) and its inputs on the GPU, built from its seed."""
+    payload = task_payload(bench, task_id)
+    ref = load_module(payload["reference_path"], f"ref_{task_id}")
+    path = Path(solution) if solution.endswith(".py") else bench.task_dir(task_id) / f"{solution}.py"
+    fn = load_module(path, f"sol_{task_id}_{path.stem}").run
+    matches = [w for w in bench.select_workloads(task_id, "all") if w.id in (workload_id, f"{task_id}_{workload_id}")]
+    if not matches:
+        raise SystemExit(f"{task_id} has no workload {workload_id!r}")
+    w = matches[0].model_dump()
+    return fn, w, build_inputs(payload["signature"], w, w["seed"], "cuda", False, ref)
+
+
 def main(argv: list[str]) -> int:
     cases = [parse(a) for a in argv]
     bench = Benchmark.load(only=sorted({c[0] for c in cases}))
     for task_id, workload_id, solution in cases:
-        payload = task_payload(bench, task_id)
-        ref = load_module(payload["reference_path"], f"ref_{task_id}")
-        path = Path(solution) if solution.endswith(".py") else bench.task_dir(task_id) / f"{solution}.py"
-        fn = load_module(path, f"sol_{task_id}_{path.stem}").run
-        matches = [w for w in bench.select_workloads(task_id, "all") if w.id in (workload_id, f"{task_id}_{workload_id}")]
-        if not matches:
-            raise SystemExit(f"{task_id} has no workload {workload_id!r}")
-        w = matches[0].model_dump()
-        inputs = build_inputs(payload["signature"], w, w["seed"], "cuda", False, ref)
+        fn, w, inputs = load_case(bench, task_id, workload_id, solution)
         for _ in range(2):
             fn(**inputs)
         torch.cuda.synchronize()
@@ -52,7 +57,7 @@ def main(argv: list[str]) -> int:
         end.record()
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStop()
-        print(f"{task_id} {w['id']} {path.stem}: {start.elapsed_time(end) * 1e3:.1f} us (one call, events)", flush=True)
+        print(f"{task_id} {w['id']} {Path(solution).stem}: {start.elapsed_time(end) * 1e3:.1f} us (one call, events)", flush=True)
         del inputs
         torch.cuda.empty_cache()
     return 0

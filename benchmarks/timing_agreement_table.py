@@ -30,8 +30,9 @@ def cv(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.mean(values) * 100 if len(values) > 1 else float("nan")
 
 
-def ncu_per_call(csv_path: Path, cases_path: Path) -> dict[tuple[str, str], dict]:
-    """Median kernel-duration sum (µs) and kernel count per call of each case, from ncu's raw CSV."""
+def ncu_per_call(csv_path: Path, cases_path: Path) -> tuple[dict[tuple[str, str], dict], list[float]]:
+    """Median kernel-duration sum (µs) and kernel count per call of each case, from ncu's raw CSV,
+    and ncu's durations of the marker kernels (near-empty: the floor ncu puts under any kernel)."""
     cases = json.loads(cases_path.read_text())
     text = gzip.decompress(csv_path.read_bytes()).decode() if csv_path.suffix == ".gz" else csv_path.read_text()
     rows = [r for r in csv.DictReader(text.splitlines()) if (r.get("ID") or "").strip().isdigit()]
@@ -39,23 +40,23 @@ def ncu_per_call(csv_path: Path, cases_path: Path) -> dict[tuple[str, str], dict
     calls: list[list[float]] = []
     markers: list[float] = []
     for r in rows:
+        us = float(r["gpu__time_duration.sum"].replace(",", "")) / 1e3  # ns (--print-units base), "32,992"
         if MARKER in r["Kernel Name"]:
             calls.append([])
-            markers.append(float(r["gpu__time_duration.sum"].replace(",", "")) / 1e3)
+            markers.append(us)
         elif calls:
-            calls[-1].append(float(r["gpu__time_duration.sum"].replace(",", "")) / 1e3)  # ns (--print-units base), "32,992"
+            calls[-1].append(us)
     expected = sum(c["calls"] for c in cases)
     if len(calls) != expected:
         raise SystemExit(f"ncu.csv holds {len(calls)} marked calls, ncu_cases.json announces {expected}")
-    # ncu's figure for the near-empty marker: the floor its duration puts under any kernel
-    out, at = {("", "marker"): {"sum_us": statistics.median(markers), "n": len(markers)}}, 0
+    out, at = {}, 0
     for c in cases:
         mine = calls[at:at + c["calls"]]
         at += c["calls"]
         sums = [sum(k) for k in mine]
-        out[(c["task"], c["workload"])] = {"sum_us": statistics.median(sums), "cv": cv(sums),
+        out[(c["task"], c["workload"])] = {"sum_us": statistics.median(sums),
                                            "kernels": statistics.median(len(k) for k in mine)}
-    return out
+    return out, markers
 
 
 def graph_per_call(path: Path) -> dict[tuple[str, str], float | str]:
@@ -74,7 +75,7 @@ def main(out: str) -> int:
     out_dir = Path(out)
     rows = json.loads((out_dir / "agreement.json").read_text())
     csv_path = next((p for p in (out_dir / "ncu.csv", out_dir / "ncu.csv.gz") if p.exists()), None)
-    ncu = ncu_per_call(csv_path, out_dir / "ncu_cases.json") if csv_path else {}
+    ncu, markers = ncu_per_call(csv_path, out_dir / "ncu_cases.json") if csv_path else ({}, [])
     graph = graph_per_call(out_dir / "graph_replay.jsonl") if (out_dir / "graph_replay.jsonl").exists() else {}
     runs = defaultdict(lambda: defaultdict(list))
     for r in rows:
@@ -85,9 +86,9 @@ def main(out: str) -> int:
         run["sum"].append(r["kernel_sum_median_ms"] * 1e3)
         run["event"].append(r["event_median_ms"] * 1e3)
         run["kernels"].append(r["kernels_per_call"])
-    if ("", "marker") in ncu:
-        m = ncu.pop(("", "marker"))
-        print(f"(ncu's duration of the marker kernel, a 100-cycle spin: median {m['sum_us']:.2f} µs over {m['n']})\n")
+    if markers:
+        print(f"(ncu's duration of the marker kernel, a 100-cycle spin: median {statistics.median(markers):.2f} µs "
+              f"over {len(markers)})\n")
     print("| task | workload | ncu µs (kernels) | d2k kernel sum µs | vs ncu | d2k span µs | vs ncu | event µs "
           "| graph replay µs | span CV % | event CV % | processes |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
