@@ -6,7 +6,7 @@
 #   2. through d2k, the two references (rmsnorm's as a control without a sync) in five settings:
 #      events | span | events without the hold | events without the sandbox | span without the sandbox.
 # Writes $OUT/probe.jsonl, $OUT/settings.json (one row per evaluation) and logs.tgz.
-# Budgets: PROBE_SECONDS, SETTING_SECONDS. Needs .whl carried (benchmarks/gpu_env.sh).
+# Budgets: PROBE_SECONDS, SETTING_SECONDS; SETTINGS picks settings (default all five). Needs .whl carried (benchmarks/gpu_env.sh).
 set -uo pipefail
 source benchmarks/gpu_env.sh
 TASKS=${TASKS:-kv_cache_append_fp8,moe_align_block_size,rmsnorm}
@@ -20,13 +20,17 @@ run_setting() {  # name, sandbox (1|0), timing JSON
   D2K_DB=/tmp/hs_$1.duckdb D2K_SANDBOX=$2 D2K_TIMING=$3 timeout "${SETTING_SECONDS:-70}" \
     python3 -m d2k bench --tasks "$TASKS" --solution reference --per-workload > "$OUT/setting_$1.log" 2>&1
   echo "$1: $(( $(date +%s) - start )) s" | tee -a "$OUT/cost.log"
-  D2K_DB=/tmp/hs_$1.duckdb python3 -m d2k sql "SELECT '$1' AS setting, e.task_id, e.workload_id, e.status, e.timing_method, e.median_ms, e.event_median_ms, e.span_median_ms, e.kernels_per_call, e.n_samples, e.seconds FROM evaluations e ORDER BY 2, 3" --format json > "$OUT/rows_$1.json"
+  D2K_DB=/tmp/hs_$1.duckdb python3 -m d2k sql "SELECT '$1' AS setting, e.task_id, e.workload_id, e.status, e.timing_method, e.median_ms, e.event_median_ms, e.span_median_ms, e.kernels_per_call, e.n_samples, e.seconds, json_extract(e.timing, '$.host_bound') AS host_bound, json_extract_string(e.timing, '$.span_skipped') AS span_skipped FROM evaluations e ORDER BY 2, 3" --format json > "$OUT/rows_$1.json"
 }
-run_setting events 1 '{"flush_mode": "read"}'
-run_setting span 1 '{"device_span": true, "flush_mode": "read"}'
-run_setting nohold 1 '{"flush_mode": "read", "hold_max_us": 0}'
-run_setting nosandbox 0 '{"flush_mode": "read"}'
-run_setting span_nosandbox 0 '{"device_span": true, "flush_mode": "read"}'
+for setting in ${SETTINGS:-events span nohold nosandbox span_nosandbox}; do
+  case $setting in
+    events) run_setting events 1 '{"flush_mode": "read"}' ;;
+    span) run_setting span 1 '{"device_span": true, "flush_mode": "read"}' ;;
+    nohold) run_setting nohold 1 '{"flush_mode": "read", "hold_max_us": 0}' ;;
+    nosandbox) run_setting nosandbox 0 '{"flush_mode": "read"}' ;;
+    span_nosandbox) run_setting span_nosandbox 0 '{"device_span": true, "flush_mode": "read"}' ;;
+  esac
+done
 python3 - "$OUT" <<'EOF'
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])

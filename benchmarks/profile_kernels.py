@@ -34,7 +34,8 @@ def load_case(bench: Benchmark, task_id: str, workload_id: str, solution: str):
     payload = task_payload(bench, task_id)
     ref = load_module(payload["reference_path"], f"ref_{task_id}")
     path = Path(solution) if solution.endswith(".py") else bench.task_dir(task_id) / f"{solution}.py"
-    fn = load_module(path, f"sol_{task_id}_{path.stem}").run
+    module = load_module(path, f"sol_{task_id}_{path.stem}")
+    fn = module.reference if path.name == "reference.py" else module.run  # a reference's entry is reference()
     matches = [w for w in bench.select_workloads(task_id, "all") if w.id in (workload_id, f"{task_id}_{workload_id}")]
     if not matches:
         raise SystemExit(f"{task_id} has no workload {workload_id!r}")

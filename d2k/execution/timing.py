@@ -203,9 +203,9 @@ class CudaTimer:
         self._recording = False
 
     @contextlib.contextmanager
-    def recording(self):
+    def recording(self, wanted: bool = True):
         """The CUDA profiler over the timed calls when the device span is asked for (else None)."""
-        if not self.device_span:
+        if not (self.device_span and wanted):
             yield None
             return
         from torch.profiler import ProfilerActivity, profile
@@ -241,7 +241,8 @@ class CudaTimer:
 
         late = {"calls": 0, "worst_us": 0.0}
 
-        def one(i, start, end, j=None):
+        def one(i, start, end, j=None) -> float:
+            """Issue call ``i`` between two events; the host's microseconds from the hold to the end event."""
             nonlocal hold_cycles
             if j is None:
                 restore(i)
@@ -261,11 +262,11 @@ class CudaTimer:
             if device_sync:
                 g.synchronize()
             end.record()
+            host_us = (g.perf_counter() - t_hold) * 1e6
             if j is not None:
                 # a call issued more slowly than the hold lasts may have let the GPU idle inside its
                 # window: count it, and lengthen the hold for the calls after it (every sample is
                 # kept: dropping late calls would let a solution choose which calls count)
-                host_us = (g.perf_counter() - t_hold) * 1e6
                 if not device_sync and host_us > hold_cycles / self.cycles_per_us:
                     late["calls"] += 1
                     late["worst_us"] = max(late["worst_us"], host_us)
@@ -273,6 +274,7 @@ class CudaTimer:
                         hold_cycles = int(min(self.hold_max_us, 2.0 * host_us) * self.cycles_per_us)
                 if after is not None:
                     after(i, j, result)
+            return host_us
 
         # warm-up by time; the host's issue time per call is measured on the way
         t0 = g.perf_counter()
@@ -304,17 +306,28 @@ class CudaTimer:
         device_sync = bool(profile.get("side_streams"))
         # estimate one call, then size the run to the budget
         probe_events = [(g.Event(enable_timing=True), g.Event(enable_timing=True)) for _ in range(3)]
-        for k, (s, e) in enumerate(probe_events):
-            one(k % n_sets, s, e)
+        probe_host_us = [one(k % n_sets, s, e) for k, (s, e) in enumerate(probe_events)]
         g.synchronize()
+        # A call whose host side outlasts its hold on every probe waits for the device mid-call (a
+        # device-to-host copy, .item(), nonzero) or issues for longer than hold_max_us: it is
+        # host-bound, its window holds host time, and under CUPTI with CPU activity every aten op
+        # costs the host more (such references ran 1.2-2.1x slower profiled), so it is timed
+        # without the profiler and its event window stays the figure.
+        # (A call with side streams synchronizes inside every window by design: not counted.)
+        host_bound = (bool(hold_cycles) and not device_sync
+                      and min(probe_host_us) > hold_cycles / self.cycles_per_us)
         estimate = max(min(s.elapsed_time(e) for s, e in probe_events), 1e-4)
         reps = int(min(self.max_reps, max(self.min_reps, self.budget_ms / estimate)))
-        if self.device_span:
+        profiled = self.device_span and not host_bound
+        if profiled:
             reps = min(reps, int(self.span_max_reps))  # the profiler's trace grows with every call
         starts = [g.Event(enable_timing=True) for _ in range(reps)]
         ends = [g.Event(enable_timing=True) for _ in range(reps)]
         span = {}
-        with self.recording() as recorder:
+        if self.device_span and host_bound:
+            span = {"span_skipped": "host-bound call (its host side outlasted the hold on every probe): "
+                                    "timed without the profiler"}
+        with self.recording(profiled) as recorder:
             for j in range(reps):
                 one(j % n_sets, starts[j], ends[j], j)
             g.synchronize()
@@ -331,6 +344,7 @@ class CudaTimer:
             **span,
             "host_issue_ms": host_issue_ms,
             "hold_us": hold_cycles / self.cycles_per_us,
+            "host_bound": host_bound,
             # timed calls the host issued more slowly than their hold (their window may hold idle time)
             "late_calls": late["calls"],
             "late_worst_us": round(late["worst_us"], 1),

@@ -258,6 +258,7 @@ def _ln_bwd_team_kernel(
     SPIN: tl.constexpr,          # GPU: publish + spin-wait in PTX; interpreter: plain accesses
     BF16_ASM: tl.constexpr,      # bf16 operands widened by inline PTX (GPU only)
     WIDE_INDEX: tl.constexpr,
+    PAIRED_SUM: tl.constexpr,    # GPU: both row sums in one tl.reduce; interpreter: two tl.sum
 ):
     dx_dtype = DX.dtype.element_ty
     pid = tl.program_id(0)
@@ -294,7 +295,13 @@ def _ln_bwd_team_kernel(
         xm = _widen(xb, BF16_ASM) - mean
         dyf = _widen(dyb, BF16_ASM)
         g = w * dyf
-        s1, s2 = tl.reduce((xm * g, g), 0, _add2)
+        if PAIRED_SUM:
+            s1, s2 = tl.reduce((xm * g, g), 0, _add2)
+        else:
+            # the interpreter runs a tuple reduce element by element in Python (seconds per
+            # 16K-wide row); two tl.sum give the same sums
+            s1 = tl.sum(xm * g, 0)
+            s2 = tl.sum(g, 0)
         dw_acc += (dyf * rstd) * xm                     # dy * xhat
         db_acc += dyf
         # the whole-row sums of the previous row: own part + partner's part
@@ -435,7 +442,7 @@ def _run_team(x2, w, dy2, mean, rstd, dx, dw, db, M, N, gpu):
     bf16_asm = (gpu and x2.dtype == torch.bfloat16 and w.dtype == torch.bfloat16
                 and dy2.dtype == torch.bfloat16)
     meta = dict(BLOCK=block, TEAM=team, STAGES=_TEAM_STAGES, SPIN=gpu, BF16_ASM=bf16_asm,
-                WIDE_INDEX=wide)
+                WIDE_INDEX=wide, PAIRED_SUM=gpu)
     launch = dict(num_warps=_TEAM_WARPS)
     if gpu:
         key = (dev.index, M)

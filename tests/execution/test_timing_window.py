@@ -52,3 +52,55 @@ def test_late_calls_do_not_flag_a_device_span_figure():
 def test_no_late_calls_no_flag():
     record = finalize(_raw({"method": "cuda_events", "samples_ms": [0.01, 0.011], "late_calls": 0}), CONTEXT)
     assert record["flags"] is None
+
+
+class _HostClockGuard:
+    """A TimerGuard stand-in whose events read the host clock (no GPU needed)."""
+
+    perf_counter = staticmethod(time.perf_counter)
+
+    class Event:
+        def __init__(self, enable_timing=True):
+            self.t = None
+
+        def record(self):
+            self.t = time.perf_counter()
+
+        def elapsed_time(self, other):
+            return (other.t - self.t) * 1e3
+
+    @staticmethod
+    def synchronize():
+        pass
+
+    @staticmethod
+    def check():
+        pass
+
+
+def _timer(device_span: bool):
+    from d2k.execution.timing import CudaTimer
+
+    timer = CudaTimer.__new__(CudaTimer)
+    timer.guard = _HostClockGuard()
+    timer.warmup_ms, timer.budget_ms, timer.min_reps, timer.max_reps = 5.0, 20.0, 10, 20
+    timer.flush_mode, timer.flush_bytes = "read", 0
+    timer.flush_l2 = lambda: None
+    timer.hold_max_us, timer.cycles_per_us = 2000.0, 2000.0
+    timer.sleep = lambda cycles: None  # the device-side hold costs the host nothing
+    timer.device_span, timer.span_max_reps, timer._recording = device_span, 300, False
+    return timer
+
+
+def test_a_call_that_waits_for_the_device_is_host_bound_and_timed_without_the_profiler():
+    # the host side of each call outlasts the longest hold (2 ms): like a mid-call device-to-host copy
+    timing = _timer(device_span=True).measure(lambda i: time.sleep(0.003), 2, lambda i: None, probe=False)
+    assert timing["host_bound"] is True
+    assert "host-bound" in timing["span_skipped"] and "span_samples_ms" not in timing
+    assert len(timing["samples_ms"]) >= 10 and min(timing["samples_ms"]) >= 3.0
+
+
+def test_a_call_issued_within_its_hold_is_not_host_bound():
+    timing = _timer(device_span=False).measure(lambda i: None, 2, lambda i: None, probe=False)
+    assert timing["host_bound"] is False and "span_skipped" not in timing
+    assert timing["hold_us"] >= 20.0
