@@ -5,16 +5,19 @@
 #      CUDA activity only, and with CPU + CUDA activity (what span mode runs);
 #   2. through d2k, the two references (rmsnorm's as a control without a sync) in five settings:
 #      events | span | events without the hold | events without the sandbox | span without the sandbox.
+# The probe runs twice: Kineto's default, then TEARDOWN_CUPTI=1 (CUPTI finalized after each session).
 # Writes $OUT/probe.jsonl, $OUT/settings.json (one row per evaluation) and logs.tgz.
 # Budgets: PROBE_SECONDS, SETTING_SECONDS; SETTINGS picks settings (default all five). Needs .whl carried (benchmarks/gpu_env.sh).
 set -uo pipefail
 source benchmarks/gpu_env.sh
 TASKS=${TASKS:-kv_cache_append_fp8,moe_align_block_size,rmsnorm}
-timeout "${PROBE_SECONDS:-90}" python3 benchmarks/host_sync_probe.py \
+for teardown in "" 1; do
+TEARDOWN_CUPTI=$teardown timeout "${PROBE_SECONDS:-90}" python3 benchmarks/host_sync_probe.py \
   kv_cache_append_fp8:llama70b_tp4_decode_t256:reference kv_cache_append_fp8:llama8b_prefill_t8192:reference \
   moe_align_block_size:qwen3_t32_k8_e128_bs16:reference moe_align_block_size:dsv3_t4096_k8_e256_bs64:reference \
   rmsnorm:h7168_t64:reference kv_cache_append_fp8:llama70b_tp4_decode_t256:expert \
-  > "$OUT/probe.jsonl" 2> "$OUT/probe.log"
+  >> "$OUT/probe.jsonl" 2>> "$OUT/probe.log"
+done
 run_setting() {  # name, sandbox (1|0), timing JSON
   local start=$(date +%s)
   D2K_DB=/tmp/hs_$1.duckdb D2K_SANDBOX=$2 D2K_TIMING=$3 timeout "${SETTING_SECONDS:-70}" \

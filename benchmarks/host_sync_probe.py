@@ -13,6 +13,7 @@ Usage: python benchmarks/host_sync_probe.py TASK:WORKLOAD:SOLUTION ... > rows.js
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 from contextlib import nullcontext
@@ -61,7 +62,7 @@ def main(argv: list[str]) -> int:
         torch.cuda.synchronize()
         for setting in ("off", "cuda", "cpu+cuda", "off"):
             samples = sorted(time_calls(fn, inputs, setting)[5:])
-            row = {"task": task_id, "workload": w["id"], "solution": Path(solution).stem, "profiler": setting,
+            row = {"teardown_cupti": os.environ.get("TEARDOWN_CUPTI"), "task": task_id, "workload": w["id"], "solution": Path(solution).stem, "profiler": setting,
                    "median_us": round(statistics.median(samples), 2),
                    "p10_us": round(samples[len(samples) // 10], 2), "p90_us": round(samples[len(samples) * 9 // 10], 2)}
             print(json.dumps(row), flush=True)

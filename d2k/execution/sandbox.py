@@ -127,6 +127,9 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
         env.setdefault("OMP_NUM_THREADS", "1")
     else:
         env.pop("TRITON_INTERPRET", None)
+        # Kineto leaves CUPTI attached after a profiler session unless told to finalize it, and the
+        # host then issues every later launch more slowly (the stream probe runs before timing)
+        env["TEARDOWN_CUPTI"] = "1"
     prefix = _init_command(private_dir, hide, read_only, backend, limits, namespaces, drop_user, drop_caps, cache_dir)
     if cache_dir is not None and not namespaces:
         env["TRITON_CACHE_DIR"] = str(cache_dir)

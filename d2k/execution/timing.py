@@ -33,6 +33,7 @@ import contextlib
 import inspect
 import json
 import os
+import statistics
 import tempfile
 import time
 
@@ -308,24 +309,30 @@ class CudaTimer:
         probe_events = [(g.Event(enable_timing=True), g.Event(enable_timing=True)) for _ in range(3)]
         probe_host_us = [one(k % n_sets, s, e) for k, (s, e) in enumerate(probe_events)]
         g.synchronize()
-        # A call whose host side outlasts its hold on every probe waits for the device mid-call (a
-        # device-to-host copy, .item(), nonzero) or issues for longer than hold_max_us: it is
-        # host-bound, its window holds host time, and under CUPTI with CPU activity every aten op
-        # costs the host more (such references ran 1.2-2.1x slower profiled), so it is timed
-        # without the profiler and its event window stays the figure.
-        # (A call with side streams synchronizes inside every window by design: not counted.)
-        host_bound = (bool(hold_cycles) and not device_sync
-                      and min(probe_host_us) > hold_cycles / self.cycles_per_us)
         estimate = max(min(s.elapsed_time(e) for s, e in probe_events), 1e-4)
+        # Does the call wait for the device mid-call (a device-to-host copy, .item(), nonzero)? Then
+        # the host's time grows with the hold queued ahead of it: two more probes with 500 us more
+        # hold tell. Such a call's window holds host time, and under CUPTI with CPU activity every
+        # aten op costs the host more (these references ran 1.2-2.1x slower profiled), so it is
+        # timed without the profiler and its event window stays the figure. (A call with side
+        # streams synchronizes inside every window by design: not asked.)
+        waits_for_device = False
+        if hold_cycles and not device_sync:
+            base_cycles = hold_cycles
+            hold_cycles = base_cycles + int(500 * self.cycles_per_us)
+            longer = [one(k % n_sets, g.Event(enable_timing=True), g.Event(enable_timing=True)) for k in range(2)]
+            g.synchronize()
+            hold_cycles = base_cycles
+            waits_for_device = min(longer) - statistics.median(probe_host_us) > 250.0
         reps = int(min(self.max_reps, max(self.min_reps, self.budget_ms / estimate)))
-        profiled = self.device_span and not host_bound
+        profiled = self.device_span and not waits_for_device
         if profiled:
             reps = min(reps, int(self.span_max_reps))  # the profiler's trace grows with every call
         starts = [g.Event(enable_timing=True) for _ in range(reps)]
         ends = [g.Event(enable_timing=True) for _ in range(reps)]
         span = {}
-        if self.device_span and host_bound:
-            span = {"span_skipped": "host-bound call (its host side outlasted the hold on every probe): "
+        if self.device_span and waits_for_device:
+            span = {"span_skipped": "the call waits for the device mid-call (its host time grew with the hold): "
                                     "timed without the profiler"}
         with self.recording(profiled) as recorder:
             for j in range(reps):
@@ -344,7 +351,7 @@ class CudaTimer:
             **span,
             "host_issue_ms": host_issue_ms,
             "hold_us": hold_cycles / self.cycles_per_us,
-            "host_bound": host_bound,
+            "waits_for_device": waits_for_device,
             # timed calls the host issued more slowly than their hold (their window may hold idle time)
             "late_calls": late["calls"],
             "late_worst_us": round(late["worst_us"], 1),

@@ -78,7 +78,21 @@ class _HostClockGuard:
         pass
 
 
-def _timer(device_span: bool):
+class _FakeDevice:
+    """The device-side hold as a deadline on the host clock: a call that synchronises waits for it."""
+
+    def __init__(self):
+        self.busy_until = 0.0
+
+    def sleep(self, cycles):
+        self.busy_until = max(time.perf_counter(), self.busy_until) + cycles / 2000.0 / 1e6
+
+    def synchronizing_call(self, i):
+        while time.perf_counter() < self.busy_until:  # like .item() or nonzero on queued work
+            pass
+
+
+def _timer(device_span: bool, device: _FakeDevice):
     from d2k.execution.timing import CudaTimer
 
     timer = CudaTimer.__new__(CudaTimer)
@@ -87,20 +101,21 @@ def _timer(device_span: bool):
     timer.flush_mode, timer.flush_bytes = "read", 0
     timer.flush_l2 = lambda: None
     timer.hold_max_us, timer.cycles_per_us = 2000.0, 2000.0
-    timer.sleep = lambda cycles: None  # the device-side hold costs the host nothing
+    timer.sleep = device.sleep
     timer.device_span, timer.span_max_reps, timer._recording = device_span, 300, False
     return timer
 
 
-def test_a_call_that_waits_for_the_device_is_host_bound_and_timed_without_the_profiler():
-    # the host side of each call outlasts the longest hold (2 ms): like a mid-call device-to-host copy
-    timing = _timer(device_span=True).measure(lambda i: time.sleep(0.003), 2, lambda i: None, probe=False)
-    assert timing["host_bound"] is True
-    assert "host-bound" in timing["span_skipped"] and "span_samples_ms" not in timing
-    assert len(timing["samples_ms"]) >= 10 and min(timing["samples_ms"]) >= 3.0
+def test_a_call_that_waits_for_the_device_is_timed_without_the_profiler():
+    device = _FakeDevice()
+    timing = _timer(True, device).measure(device.synchronizing_call, 2, lambda i: None, probe=False)
+    assert timing["waits_for_device"] is True
+    assert "waits for the device" in timing["span_skipped"] and "span_samples_ms" not in timing
+    assert len(timing["samples_ms"]) >= 10
 
 
-def test_a_call_issued_within_its_hold_is_not_host_bound():
-    timing = _timer(device_span=False).measure(lambda i: None, 2, lambda i: None, probe=False)
-    assert timing["host_bound"] is False and "span_skipped" not in timing
-    assert timing["hold_us"] >= 20.0
+def test_a_slow_call_that_never_waits_for_the_device_keeps_the_profiler():
+    # 3 ms of host work per call (longer than the longest hold), no synchronisation: host-slow, not waiting
+    timing = _timer(False, _FakeDevice()).measure(lambda i: time.sleep(0.003), 2, lambda i: None, probe=False)
+    assert timing["waits_for_device"] is False and "span_skipped" not in timing
+    assert timing["hold_us"] == 2000.0 and min(timing["samples_ms"]) >= 3.0
