@@ -23,7 +23,7 @@ run_setting() {  # name, sandbox (1|0), timing JSON
   D2K_DB=/tmp/hs_$1.duckdb D2K_SANDBOX=$2 D2K_TIMING=$3 timeout "${SETTING_SECONDS:-70}" \
     python3 -m d2k bench --tasks "$TASKS" $(for s in ${SOLUTIONS:-reference}; do printf -- "--solution %s " "$s"; done) --per-workload > "$OUT/setting_$1.log" 2>&1
   echo "$1: $(( $(date +%s) - start )) s" | tee -a "$OUT/cost.log"
-  D2K_DB=/tmp/hs_$1.duckdb python3 -m d2k sql "SELECT '$1' AS setting, e.task_id, e.workload_id, e.solution_id, e.status, e.timing_method, e.median_ms, e.event_median_ms, e.span_median_ms, e.kernels_per_call, e.n_samples, e.seconds, json_extract(e.timing, '$.host_bound') AS host_bound, json_extract_string(e.timing, '$.span_skipped') AS span_skipped FROM evaluations e ORDER BY 2, 3" --format json > "$OUT/rows_$1.json"
+  D2K_DB=/tmp/hs_$1.duckdb python3 -m d2k sql "SELECT '$1' AS setting, e.task_id, e.workload_id, e.solution_id, e.status, e.timing_method, e.median_ms, e.event_median_ms, e.span_median_ms, e.kernels_per_call, e.n_samples, e.seconds, json_extract(e.timing, '$.waits_for_device') AS waits_for_device, json_extract_string(e.timing, '$.span_skipped') AS span_skipped FROM evaluations e ORDER BY 2, 3" --format json > "$OUT/rows_$1.json"
 }
 for setting in ${SETTINGS:-events span nohold nosandbox span_nosandbox}; do
   case $setting in
