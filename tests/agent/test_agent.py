@@ -116,13 +116,13 @@ def test_endpoint_errors_and_timeouts_are_retried(tmp_path):
             return Failure(503)
         if n == 1:
             return Failure(200, delay_s=3.0, body="{}")  # the client times out at 1 s and retries
-        return agent_script.full_attempt(body, n)
+        return agent_script.straight_submit(body, n - 2)  # the retries are the subject: no checks
 
     with FakeOpenAI(flaky) as server:
         spec = write_spec(tmp_path / "spec.toml", server.base_url, conditions=("unguided",), timeout_s=1, max_retries=3)
         out = d2k("experiment", "run", str(spec))
         assert out.returncode == 0, out.stderr
-        assert len(server.requests) == 8  # 6 turns + 2 retried failures
+        assert len(server.requests) == 5  # 3 turns + 2 retried failures
     assert sql("SELECT agent_status FROM v_attempts") == [{"agent_status": "submitted"}]
 
 
@@ -163,6 +163,7 @@ def test_interrupted_experiment_resumes_without_rerunning_finished_attempts(tmp_
         assert rows == [("finished",), ("finished",)]
 
 
+@pytest.mark.slow  # a Ray cluster's start-up (raylet, GCS, workers): about 25 s of the suite's 2 cores
 def test_ray_executor_in_local_mode(tmp_path):
     pytest.importorskip("ray")
     with FakeOpenAI(agent_script.full_attempt) as server:

@@ -77,6 +77,7 @@ def test_user_mistakes_are_one_line_errors(args, message, tmp_path):
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.slow  # torch.compile's C++ build on the CPU: about 30 s of the suite's 2 cores
 def test_compiled_reference_is_a_checked_baseline(tmp_path):
     out = d2k("eval", "rmsnorm", "compiled", "--backend", "interpreter", cwd=tmp_path)
     assert out.returncode == 0, out.stderr

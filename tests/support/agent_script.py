@@ -51,6 +51,17 @@ def full_attempt(body: dict, n: int):
     return {"content": f"step {i}", "tool_calls": steps[min(i, len(steps) - 1)]}
 
 
+def straight_submit(body: dict, n: int):
+    """DESIGN.md, the right solution, submit: no check on the way."""
+    steps = [
+        [call("write_file", {"path": "DESIGN.md", "content": DESIGN})],
+        [call("write_file", {"path": "solution.py", "content": RIGHT_BY_TASK.get(task_of(body), RIGHT)})],
+        [call("submit", {"path": "solution.py"})],
+    ]
+    i = turn_index(body)
+    return {"content": f"step {i}", "tool_calls": steps[min(i, len(steps) - 1)]}
+
+
 def wastes_budget(body: dict, n: int):
     i = turn_index(body)
     if i == 0:
