@@ -62,7 +62,8 @@ def main(argv: list[str]) -> int:
         torch.cuda.synchronize()
         for setting in ("off", "cuda", "cpu+cuda", "off"):
             samples = sorted(time_calls(fn, inputs, setting)[5:])
-            row = {"teardown_cupti": os.environ.get("TEARDOWN_CUPTI"), "task": task_id, "workload": w["id"], "solution": Path(solution).stem, "profiler": setting,
+            row = {"teardown_cupti": os.environ.get("TEARDOWN_CUPTI"), "task": task_id, "workload": w["id"],
+                   "solution": Path(solution).stem, "profiler": setting,
                    "median_us": round(statistics.median(samples), 2),
                    "p10_us": round(samples[len(samples) // 10], 2), "p90_us": round(samples[len(samples) * 9 // 10], 2)}
             print(json.dumps(row), flush=True)

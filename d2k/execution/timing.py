@@ -33,7 +33,6 @@ import contextlib
 import inspect
 import json
 import os
-import statistics
 import tempfile
 import time
 
@@ -311,19 +310,20 @@ class CudaTimer:
         g.synchronize()
         estimate = max(min(s.elapsed_time(e) for s, e in probe_events), 1e-4)
         # Does the call wait for the device mid-call (a device-to-host copy, .item(), nonzero)? Then
-        # the host's time grows with the hold queued ahead of it: two more probes with 500 us more
-        # hold tell. Such a call's window holds host time, and under CUPTI with CPU activity every
-        # aten op costs the host more (these references ran 1.2-2.1x slower profiled), so it is
-        # timed without the profiler and its event window stays the figure. (A call with side
-        # streams synchronizes inside every window by design: not asked.)
+        # the host's time grows with the hold queued ahead of it: two more probes with 1 ms more
+        # hold tell (both must take 0.5 ms longer than the slowest plain probe). Such a call's
+        # window holds host time, and under CUPTI with CPU activity every aten op costs the host
+        # more (these references ran 1.2-2.1x slower profiled), so it is timed without the profiler
+        # and its event window stays the figure. (A call with side streams synchronizes inside
+        # every window by design: not asked.)
         waits_for_device = False
         if hold_cycles and not device_sync:
             base_cycles = hold_cycles
-            hold_cycles = base_cycles + int(500 * self.cycles_per_us)
+            hold_cycles = base_cycles + int(1000 * self.cycles_per_us)
             longer = [one(k % n_sets, g.Event(enable_timing=True), g.Event(enable_timing=True)) for k in range(2)]
             g.synchronize()
             hold_cycles = base_cycles
-            waits_for_device = min(longer) - statistics.median(probe_host_us) > 250.0
+            waits_for_device = min(longer) - max(probe_host_us) > 500.0
         reps = int(min(self.max_reps, max(self.min_reps, self.budget_ms / estimate)))
         profiled = self.device_span and not waits_for_device
         if profiled:
