@@ -15,9 +15,10 @@ CASES = [(t, s) for t in task_ids(find_root()) for s in ("expert", "naive")
 GOLD = sorted((p.parent.name, str(p)) for p in (find_root() / "judges" / "gold").glob("*/*.py"))
 
 
-# The gold ablations (about a hundred files) are slow cases, run on demand (`pytest -m slow`): each
-# costs two process starts under the interpreter, and CI has two cores.
-PARAMS = [pytest.param(t, n, id=f"{t}-{n}") for t, n in CASES] + \
+# Each case costs two process starts (about 4 s of CPU under the interpreter) and CI has two cores:
+# the experts run by default; the naive kernels and the gold ablations (about a hundred files) are
+# slow cases, run on demand (`pytest -m slow`).
+PARAMS = [pytest.param(t, n, id=f"{t}-{n}", marks=[pytest.mark.slow] if n == "naive" else []) for t, n in CASES] + \
          [pytest.param(t, n, id=f"{t}-{n.rsplit('/', 1)[-1]}", marks=pytest.mark.slow) for t, n in GOLD]
 
 
