@@ -62,4 +62,4 @@ python3 -c "import duckdb, sys; duckdb.connect(sys.argv[1]).execute('CHECKPOINT'
 cp "$D2K_DB" "$OUT/trusted.duckdb" 2>/dev/null
 # logs travel as one archive
 python3 benchmarks/timing_agreement_table.py "$OUT" > "$OUT/agreement_table.md" 2>&1
-(cd "$OUT" && tar czf logs.tgz --remove-files *.log *.txt *.err 2>/dev/null)
+(cd "$OUT" && tar czf logs.tgz --remove-files $(ls *.log *.txt *.err 2>/dev/null | grep -v "^main.log$") 2>/dev/null)  # a caller's main.log is still being written
