@@ -116,7 +116,7 @@ def test_endpoint_errors_and_timeouts_are_retried(tmp_path):
             return Failure(503)
         if n == 1:
             return Failure(200, delay_s=3.0, body="{}")  # the client times out at 1 s and retries
-        return agent_script.straight_submit(body, n - 2)  # the retries are the subject: no checks
+        return agent_script.straight_submit(body, n)  # the retries are the subject: no checks
 
     with FakeOpenAI(flaky) as server:
         spec = write_spec(tmp_path / "spec.toml", server.base_url, conditions=("unguided",), timeout_s=1, max_retries=3)
