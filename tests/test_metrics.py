@@ -142,6 +142,21 @@ def test_a_failed_workload_voids_the_task_speedup(paired):
     assert rows["A_t1_guided"]["geomean_speedup"] == pytest.approx(4.0)
 
 
+def test_a_reference_that_waited_for_the_device_is_marked_on_its_speedups(tmp_path):
+    b = Builder(tmp_path / "w.duckdb")
+    # the t1_a reference's latest evaluation was timed unprofiled: it waited for the device mid-call
+    b.con.execute("UPDATE evaluations SET timing = '{\"waits_for_device\": true}' "
+                  "WHERE solution_id = 'ref_t1' AND workload_id = 't1_a'")
+    b.solution("fast", "t1", {"t1_a": 1.0, "t1_b": 2.0})
+    rows = {r["workload_id"]: r for r in b.rows("SELECT * FROM v_workload_speedup WHERE solution_id = 'fast'")}
+    assert rows["t1_a"]["reference_waits_for_device"] and not rows["t1_b"]["reference_waits_for_device"]
+    assert rows["t1_a"]["speedup"] == pytest.approx(4.0)  # marked, not changed
+    (task,) = b.rows("SELECT * FROM v_task_speedup WHERE solution_id = 'fast'")
+    assert task["host_synced_reference_workloads"] == 1
+    (ref,) = b.rows("SELECT waits_for_device FROM v_evaluations WHERE solution_id = 'ref_t1' AND workload_id = 't1_a'")
+    assert ref["waits_for_device"] is True
+
+
 def test_speed_not_measured_leaves_performance_score_null(tmp_path):
     b = Builder(tmp_path / "i.duckdb")
     for condition in ("guided", "unguided"):
