@@ -22,9 +22,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from profile_kernels import load_case, parse  # noqa: E402
-
-from d2k.content import Benchmark  # noqa: E402
+from profile_kernels import run_cases  # noqa: E402
 
 CALLS = 60
 
@@ -53,13 +51,7 @@ def time_calls(fn, inputs: dict, setting: str) -> list[float]:
 
 
 def main(argv: list[str]) -> int:
-    cases = [parse(a) for a in argv]
-    bench = Benchmark.load(only=sorted({c[0] for c in cases}))
-    for task_id, workload_id, solution in cases:
-        fn, w, inputs = load_case(bench, task_id, workload_id, solution)
-        for _ in range(3):
-            fn(**inputs)
-        torch.cuda.synchronize()
+    def each_setting(task_id, w, solution, fn, inputs):
         for setting in ("off", "cuda", "cpu+cuda", "off"):
             samples = sorted(time_calls(fn, inputs, setting)[5:])
             row = {"teardown_cupti": os.environ.get("TEARDOWN_CUPTI"), "task": task_id, "workload": w["id"],
@@ -67,8 +59,8 @@ def main(argv: list[str]) -> int:
                    "median_us": round(statistics.median(samples), 2),
                    "p10_us": round(samples[len(samples) // 10], 2), "p90_us": round(samples[len(samples) * 9 // 10], 2)}
             print(json.dumps(row), flush=True)
-        del inputs
-        torch.cuda.empty_cache()
+
+    run_cases(argv, 3, each_setting)
     return 0
 
 

@@ -23,23 +23,16 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from profile_kernels import load_case, parse  # noqa: E402
-
-from d2k.content import Benchmark  # noqa: E402
+from profile_kernels import run_cases  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or not argv[0].isdigit():
         raise SystemExit("usage: ncu_calls.py N TASK:WORKLOAD[:SOLUTION] ...")
     calls = int(argv[0])
-    cases = [parse(a) for a in argv[1:]]
-    bench = Benchmark.load(only=sorted({c[0] for c in cases}))
     done = []
-    for task_id, workload_id, solution in cases:
-        fn, w, inputs = load_case(bench, task_id, workload_id, solution)
-        for _ in range(3):  # compilation, autotuning, warm allocator: outside the profiled range
-            fn(**inputs)
-        torch.cuda.synchronize()
+
+    def profiled_calls(task_id, w, solution, fn, inputs):
         torch.cuda.cudart().cudaProfilerStart()
         for _ in range(calls):
             torch.cuda._sleep(100)  # the marker that separates calls in ncu's kernel list
@@ -47,8 +40,8 @@ def main(argv: list[str]) -> int:
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStop()
         done.append({"task": task_id, "workload": w["id"], "solution": solution, "calls": calls})
-        del inputs
-        torch.cuda.empty_cache()
+
+    run_cases(argv[1:], 3, profiled_calls)  # 3 warm-up calls: outside the profiled range
     print("CASES " + json.dumps(done), file=sys.stderr, flush=True)
     return 0
 

@@ -43,14 +43,24 @@ def load_case(bench: Benchmark, task_id: str, workload_id: str, solution: str):
     return fn, w, build_inputs(payload["signature"], w, w["seed"], "cuda", False, ref)
 
 
-def main(argv: list[str]) -> int:
-    cases = [parse(a) for a in argv]
+def run_cases(args: list[str], warmup: int, measure) -> None:
+    """For each TASK:WORKLOAD[:SOLUTION] in ``args``: load the case on the GPU, call it ``warmup``
+    times (compilation, autotuning and the allocator stay outside what is measured), then
+    ``measure(task_id, workload, solution, fn, inputs)``; its inputs are freed before the next case."""
+    cases = [parse(a) for a in args]
     bench = Benchmark.load(only=sorted({c[0] for c in cases}))
     for task_id, workload_id, solution in cases:
         fn, w, inputs = load_case(bench, task_id, workload_id, solution)
-        for _ in range(2):
+        for _ in range(warmup):
             fn(**inputs)
         torch.cuda.synchronize()
+        measure(task_id, w, solution, fn, inputs)
+        del inputs
+        torch.cuda.empty_cache()
+
+
+def main(argv: list[str]) -> int:
+    def one_profiled_call(task_id, w, solution, fn, inputs):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda.cudart().cudaProfilerStart()
         start.record()
@@ -59,8 +69,8 @@ def main(argv: list[str]) -> int:
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStop()
         print(f"{task_id} {w['id']} {Path(solution).stem}: {start.elapsed_time(end) * 1e3:.1f} us (one call, events)", flush=True)
-        del inputs
-        torch.cuda.empty_cache()
+
+    run_cases(argv, 2, one_profiled_call)
     return 0
 
 

@@ -47,6 +47,11 @@ def full_attempt(body: dict, n: int):
         [call("run_correctness", {"path": "solution.py"})],
         [call("submit", {"path": "solution.py"})],
     ]
+    return _play(body, steps)
+
+
+def _play(body: dict, steps: list) -> dict:
+    """This turn's step of a scripted attempt (the last one repeats)."""
     i = turn_index(body)
     return {"content": f"step {i}", "tool_calls": steps[min(i, len(steps) - 1)]}
 
@@ -58,8 +63,7 @@ def straight_submit(body: dict, n: int):
         [call("write_file", {"path": "solution.py", "content": RIGHT_BY_TASK.get(task_of(body), RIGHT)})],
         [call("submit", {"path": "solution.py"})],
     ]
-    i = turn_index(body)
-    return {"content": f"step {i}", "tool_calls": steps[min(i, len(steps) - 1)]}
+    return _play(body, steps)
 
 
 def wastes_budget(body: dict, n: int):
