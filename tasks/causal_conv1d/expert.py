@@ -40,6 +40,8 @@ BLOCK_D = 8          # channels per tile
 BLOCK_L = 512        # time steps per tile (64 groups of 8)
 GROUP = 8            # time steps per thread vector: 16 bytes of bf16
 NUM_WARPS = 4
+MAX_CPP = 4         # tiles one program walks along time (taps reused across them)
+STREAM = False      # evict-first hints on the x loads and y stores
 
 
 @triton.jit
@@ -77,7 +79,7 @@ def _causal_conv1d_fwd_kernel(
     stride_xb, stride_xd,            # x and y share strides (both contiguous [B, D, L])
     stride_wd,
     stride_sb, stride_sd,            # initial_states and final_states share strides
-    BD: tl.constexpr, BL: tl.constexpr, CPP: tl.constexpr,
+    BD: tl.constexpr, BL: tl.constexpr, CPP: tl.constexpr, STREAM: tl.constexpr,
 ):
     """Program (b * n_dblk + d-block, time-chunk): y and, for the last chunk, final_states of
     channels [d0, d0 + BD) of sequence b over tiles [c * BL, c * BL + BL) for its CPP tiles c."""
@@ -113,7 +115,10 @@ def _causal_conv1d_fwd_kernel(
             l0 = blk * BL
             t = l0 + t_in                                                   # [1, NG, 8]
             m = dm3 & (t < L)
-            xv = tl.load(x_row + t, mask=m, other=0.0)                      # 16-byte vectors
+            if STREAM:
+                xv = tl.load(x_row + t, mask=m, other=0.0, eviction_policy="evict_first")
+            else:
+                xv = tl.load(x_row + t, mask=m, other=0.0)                  # 16-byte vectors
             # the previous 8-step group of each group (same channel): its last 3 steps are
             # the history; one aligned vector load that hits L1
             pv = tl.load(x_row + (t - 8), mask=dm3 & (t >= 8) & (t < L + 8),
@@ -133,7 +138,10 @@ def _causal_conv1d_fwd_kernel(
             y6 = _fir_silu(x3, x4, x5, x6, w0, w1, w2, w3, bias)
             y7 = _fir_silu(x4, x5, x6, x7, w0, w1, w2, w3, bias)
             yv = _join8(y0, y1, y2, y3, y4, y5, y6, y7, BD, NG)
-            tl.store(y_row + t, yv.to(out_ty), mask=m)
+            if STREAM:
+                tl.store(y_row + t, yv.to(out_ty), mask=m, eviction_policy="evict_first")
+            else:
+                tl.store(y_row + t, yv.to(out_ty), mask=m)
             if l0 + BL > L - 3:
                 # this tile holds (some of) the last 3 inputs: they are the final conv state
                 tl.store(Final + srow[:, None, None] + (t - (L - 3)), xv,
@@ -169,13 +177,13 @@ def run(x, weight, bias, initial_states):
     # tiles per program: enough programs to fill every SM many times over (short programs keep
     # the last wave small), up to 4 tiles so the taps are reused across tiles
     n_tiles = B * n_dblk * n_lblk
-    cpp = max(1, min(4, n_lblk, n_tiles // (_sm_count(x) * 64)))
+    cpp = max(1, min(MAX_CPP, n_lblk, n_tiles // (_sm_count(x) * 64)))
     grid = (B * n_dblk, triton.cdiv(n_lblk, cpp))
     _causal_conv1d_fwd_kernel[grid](
         x, weight, bias, initial_states, y, final_states,
         D, L, n_dblk, n_lblk,
         x.stride(0), x.stride(1), weight.stride(0),
         initial_states.stride(0), initial_states.stride(1),
-        BD=BLOCK_D, BL=BLOCK_L, CPP=cpp, num_warps=NUM_WARPS,
+        BD=BLOCK_D, BL=BLOCK_L, CPP=cpp, STREAM=STREAM, num_warps=NUM_WARPS,
     )
     return y, final_states
