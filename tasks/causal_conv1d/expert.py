@@ -42,6 +42,7 @@ GROUP = 8            # time steps per thread vector: 16 bytes of bf16
 NUM_WARPS = 4
 MAX_CPP = 4         # tiles one program walks along time (taps reused across them)
 STREAM = False      # evict-first hints on the x loads and y stores
+TIME_FASTEST = False  # consecutive programs walk along time (one row block) rather than across channels
 
 
 @triton.jit
@@ -75,18 +76,25 @@ def _fir_silu(p5, p6, p7, x0, w0, w1, w2, w3, bias):
 @triton.jit
 def _causal_conv1d_fwd_kernel(
     X, Wt, Bias, Init, Y, Final,
-    D, L, n_dblk, n_lblk,
+    D, L, n_dblk, n_lblk, n_rowblk, n_lprog,
     stride_xb, stride_xd,            # x and y share strides (both contiguous [B, D, L])
     stride_wd,
     stride_sb, stride_sd,            # initial_states and final_states share strides
     BD: tl.constexpr, BL: tl.constexpr, CPP: tl.constexpr, STREAM: tl.constexpr,
+    TIME_FASTEST: tl.constexpr,
 ):
     """Program (b * n_dblk + d-block, time-chunk): y and, for the last chunk, final_states of
     channels [d0, d0 + BD) of sequence b over tiles [c * BL, c * BL + BL) for its CPP tiles c."""
     NG: tl.constexpr = BL // 8
     out_ty = Y.dtype.element_ty
-    pid = tl.program_id(0)
-    pid_l = tl.program_id(1)
+    # one grid axis (no 65535 limit on the row blocks); time-fastest keeps consecutive programs
+    # on consecutive addresses of the same rows
+    if TIME_FASTEST:
+        pid = tl.program_id(0) // n_lprog
+        pid_l = tl.program_id(0) % n_lprog
+    else:
+        pid = tl.program_id(0) % n_rowblk
+        pid_l = tl.program_id(0) // n_rowblk
     b = pid // n_dblk
     d = (pid % n_dblk) * BD + tl.arange(0, BD)
     dmask = d < D
@@ -178,12 +186,13 @@ def run(x, weight, bias, initial_states):
     # the last wave small), up to 4 tiles so the taps are reused across tiles
     n_tiles = B * n_dblk * n_lblk
     cpp = max(1, min(MAX_CPP, n_lblk, n_tiles // (_sm_count(x) * 64)))
-    grid = (B * n_dblk, triton.cdiv(n_lblk, cpp))
+    n_lprog = triton.cdiv(n_lblk, cpp)
+    grid = (B * n_dblk * n_lprog,)
     _causal_conv1d_fwd_kernel[grid](
         x, weight, bias, initial_states, y, final_states,
-        D, L, n_dblk, n_lblk,
+        D, L, n_dblk, n_lblk, B * n_dblk, n_lprog,
         x.stride(0), x.stride(1), weight.stride(0),
         initial_states.stride(0), initial_states.stride(1),
-        BD=BLOCK_D, BL=BLOCK_L, CPP=cpp, STREAM=STREAM, num_warps=NUM_WARPS,
+        BD=BLOCK_D, BL=BLOCK_L, CPP=cpp, STREAM=STREAM, TIME_FASTEST=TIME_FASTEST, num_warps=NUM_WARPS,
     )
     return y, final_states
