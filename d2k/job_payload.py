@@ -18,6 +18,7 @@ DEFAULT_TIMING = {
     "rotate_bytes": 2e9,      # rotating input sets: 2 to 8 sets within this many bytes
     "device_span": False,     # also record each call's device span from CUPTI (timing v2)
     "span_max_reps": 300,     # at most this many timed calls under the profiler
+    "profiler_slack": 1.25,   # a profiled window over this x the unprofiled probes (+ 20 us): re-timed without it
     "hold_max_us": 2000.0,    # the device-side hold before each timed call (0 disables it)
     "interpreter_reps": 4,     # two input sets: calls 2 and 3 reuse them (a result cache shows)
     "interpreter_budget_s": 5.0,

@@ -103,7 +103,29 @@ def _timer(device_span: bool, device: _FakeDevice):
     timer.hold_max_us, timer.cycles_per_us = 2000.0, 2000.0
     timer.sleep = device.sleep
     timer.device_span, timer.span_max_reps, timer._recording = device_span, 300, False
+    timer.profiler_slack = 1.25
     return timer
+
+
+def _fake_profiler(timer, monkeypatch):
+    """The profiler as a flag the call can read, and a span record that says where it came from."""
+    import contextlib
+
+    from d2k.execution import timing
+
+    @contextlib.contextmanager
+    def recording(wanted=True):
+        if not (timer.device_span and wanted):
+            yield None
+            return
+        timer._recording = True
+        try:
+            yield object()
+        finally:
+            timer._recording = False
+
+    timer.recording = recording
+    monkeypatch.setattr(timing, "device_spans", lambda recorder, reps: {"span_samples_ms": [0.001] * reps})
 
 
 def test_a_call_that_waits_for_the_device_is_timed_without_the_profiler():
@@ -119,3 +141,30 @@ def test_a_slow_call_that_never_waits_for_the_device_keeps_the_profiler():
     timing = _timer(False, _FakeDevice()).measure(lambda i: time.sleep(0.003), 2, lambda i: None, probe=False)
     assert timing["waits_for_device"] is False and "span_skipped" not in timing
     assert timing["hold_us"] == 2000.0 and min(timing["samples_ms"]) >= 3.0
+
+
+def _host_work(timer, plain_s, profiled_s):
+    """A call that never synchronises: plain_s of host work, profiled_s while the profiler records."""
+    def call(i):
+        time.sleep(profiled_s if timer._recording else plain_s)
+    return call
+
+
+def test_a_call_the_profiler_slows_is_timed_again_without_it(monkeypatch):
+    # the hold test misses it (no synchronisation), but its profiled window is 4x the plain probes'
+    timer = _timer(True, _FakeDevice())
+    _fake_profiler(timer, monkeypatch)
+    timing = timer.measure(_host_work(timer, 0.0005, 0.002), 2, lambda i: None, probe=False)
+    assert timing["profiler_slowed"] > 1.25 and timing["waits_for_device"] is True
+    assert "the profiler slowed the call" in timing["span_skipped"] and "span_samples_ms" not in timing
+    # the figure is the unprofiled re-run's: every sample well under the profiled 2 ms
+    assert len(timing["samples_ms"]) >= 10 and sorted(timing["samples_ms"])[len(timing["samples_ms"]) // 2] < 1.5
+    assert len(timing["probe_window_us"]) == 3 and len(timing["hold_probe_host_us"]) == 2
+
+
+def test_a_call_the_profiler_does_not_slow_keeps_its_span(monkeypatch):
+    timer = _timer(True, _FakeDevice())
+    _fake_profiler(timer, monkeypatch)
+    timing = timer.measure(_host_work(timer, 0.0005, 0.0005), 2, lambda i: None, probe=False)
+    assert timing["profiler_slowed"] is None and timing["waits_for_device"] is False
+    assert "span_skipped" not in timing and timing["span_samples_ms"]
