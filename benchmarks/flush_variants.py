@@ -18,13 +18,12 @@ import statistics
 import sys
 
 import torch
-from profile_kernels import parse as parse_case  # benchmarks/ is on sys.path when run as a script
+from profile_kernels import load_case  # benchmarks/ is on sys.path when run as a script
+from profile_kernels import parse as parse_case
 
 from d2k.content import Benchmark
-from d2k.execution.inputs import build_inputs, clone_inputs
+from d2k.execution.inputs import clone_inputs
 from d2k.execution.timing import CudaTimer, TimerGuard
-from d2k.execution.worker import load_module
-from d2k.job_payload import task_payload
 
 CASES = [
     ("rmsnorm", "rmsnorm_h512_t16384", "expert"),
@@ -59,13 +58,10 @@ def main(argv: list[str]):
     guard = TimerGuard()
     bench = Benchmark.load(only=sorted({c[0] for c in cases}))
     for task_id, workload_id, name in cases:
-        payload = task_payload(bench, task_id)
-        ref = load_module(payload["reference_path"], f"ref_{task_id}")
-        fn = load_module(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run
-        w = next(x for x in bench.select_workloads(task_id, "bench") if x.id == workload_id).model_dump()
-        base = build_inputs(payload["signature"], w, w["seed"], "cuda", False, ref)
+        # the same case loading as profile_kernels.py (short workload ids, solution paths, references)
+        fn, w, base = load_case(bench, task_id, workload_id, name)
         sets = [base] + [clone_inputs(base) for _ in range(3)]
-        report({"case": workload_id, "solution": name}, guard, lambda i: fn(**sets[i]), len(sets), lambda i: None)
+        report({"case": w["id"], "solution": name}, guard, lambda i: fn(**sets[i]), len(sets), lambda i: None)
         del sets, base
         torch.cuda.empty_cache()
     if argv:
