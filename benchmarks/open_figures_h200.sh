@@ -23,7 +23,7 @@ for part in ${PARTS:-hs conv prof b3}; do
           BENCH_SECONDS=$(( $(left) < 80 ? $(left) : 80 )) bash benchmarks/content_b_h200.sh ;;
     prof) $P prof env PROFILE_SECONDS=$(( $(left) < 200 ? $(left) - 20 : 180 )) bash benchmarks/profile_h200.sh \
           w4a16_gemm:m1_n28672_k4096 w4a16_gemm:m16_n8192_k28672 mla_decode:dsv3_h128_ps64_b128_ctx8192 \
-          gdn_chunk_prefill:qk16_v32_d128_k_last_1x32768 ;;
+          gdn_chunk_prefill:gdn_prefill_qk16_v32_d128_k_last_1x32768 ;;
     b3) $P b3 bash -c 'export D2K_DB=/tmp/b3.duckdb; TIMEOUT=60 TASKS=gdn_decode SOLUTIONS=naive BENCH_SECONDS=90 \
           bash benchmarks/content_b_h200.sh; TIMEOUT=150 TASKS=mamba2_ssd_chunked SOLUTIONS="compiled naive" \
           SKIP_CALIBRATE=1 PASS=2 BENCH_SECONDS='"$(( $(left) - 110 ))"' bash benchmarks/content_b_h200.sh' ;;
