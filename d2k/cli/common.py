@@ -188,10 +188,30 @@ class RichProgress:
         )
         self.label = label
         self.task = None
+        self.total = 0
+        self.done = 0
 
     def start(self, total: int) -> None:
+        self.total = total
         self.progress.start()
         self.task = self.progress.add_task(self.label, total=total, current="")
+
+    def record(self, record: dict) -> None:
+        """Off a terminal the bar is drawn only when the run ends, so a log (a sweep under
+        `timeout`, CI) would show nothing while it runs, or ever if it is killed: there each
+        finished evaluation gets a plain line instead."""
+        self.done += 1
+        if err_console.is_terminal:
+            return
+        median = record.get("median_ms")
+        # an interpreter's time is no kernel speed: only a GPU median is shown
+        timed = f" {median:.4g} ms" if record.get("backend") == "cuda" and isinstance(median, (int, float)) else ""
+        seconds = record.get("seconds")
+        took = f" ({seconds:.1f} s)" if isinstance(seconds, (int, float)) else ""
+        reason = f": {str(record['reason'])[:160]}" if record.get("status") != "passed" and record.get("reason") else ""
+        err_console.print(f"[{self.done}/{self.total}] {record.get('task_id', '?')} · {record.get('solution', '?')} · "
+                          f"{record.get('workload_id', '?')}: {record.get('status', '?')}{timed}{took}{reason}",
+                          markup=False, highlight=False, soft_wrap=True)
 
     def workload(self, text: str) -> None:
         self.progress.update(self.task, current=escape(text))  # a path like cand_[v2].py is not markup

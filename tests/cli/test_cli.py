@@ -33,6 +33,9 @@ def test_eval_smoke_then_sql_formats(tmp_path):
     run = d2k("eval", "rmsnorm", "expert", "--backend", "interpreter", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "rmsnorm" in run.stdout and "interpreter" in run.stdout
+    # stderr is no terminal here: each finished evaluation has its own line as it completes
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith(("[1/2] rmsnorm", "[2/2] rmsnorm"))]
+    assert len(lines) == 2 and all(": passed" in ln and " ms" not in ln for ln in lines), run.stderr
     again = d2k("eval", "rmsnorm", "expert", "--backend", "interpreter", cwd=tmp_path)
     assert again.returncode == 0 and "skipped 2 evaluation(s)" in again.stderr
     as_json = d2k("sql", "SELECT workload_id, status FROM v_evaluations ORDER BY workload_id", "--format", "json")
