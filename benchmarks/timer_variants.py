@@ -13,12 +13,11 @@ import statistics
 
 import torch
 import triton.testing
+from profile_kernels import load_case  # benchmarks/ is on sys.path when run as a script
 
 from d2k.content import Benchmark
-from d2k.execution.inputs import build_inputs, clone_inputs
+from d2k.execution.inputs import clone_inputs
 from d2k.execution.timing import CudaTimer, TimerGuard
-from d2k.execution.worker import load_module
-from d2k.job_payload import task_payload
 
 CASES = [
     ("bf16_gemm", "bf16_gemm_m8192_n6144_k4096", "expert"),
@@ -32,12 +31,7 @@ def main():
     bench = Benchmark.load(only=sorted({c[0] for c in CASES}))
     guard = TimerGuard()
     for task_id, workload_id, name in CASES:
-        payload = task_payload(bench, task_id)
-        ref = load_module(payload["reference_path"], f"ref_{task_id}")
-        fn = (ref.reference if name == "reference"
-              else load_module(bench.task_dir(task_id) / f"{name}.py", f"{name}_{task_id}").run)
-        w = next(x for x in bench.select_workloads(task_id, "bench") if x.id == workload_id).model_dump()
-        base = build_inputs(payload["signature"], w, w["seed"], "cuda", False, ref)
+        fn, _, base = load_case(bench, task_id, workload_id, name)  # as profile_kernels.py
         for n_sets in (1, 8):
             sets = [base] + [clone_inputs(base) for _ in range(n_sets - 1)]
             for hold in (0.0, 2000.0):
