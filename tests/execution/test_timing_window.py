@@ -154,8 +154,14 @@ def test_a_call_the_profiler_slows_is_timed_again_without_it(monkeypatch):
     # the hold test misses it (no synchronisation), but its profiled window is 4x the plain probes'
     timer = _timer(True, _FakeDevice())
     _fake_profiler(timer, monkeypatch)
-    timing = timer.measure(_host_work(timer, 0.0005, 0.002), 2, lambda i: None, probe=False)
+    announced = []
+    timing = timer.measure(_host_work(timer, 0.0005, 0.002), 2, lambda i: None, probe=False,
+                           after=lambda i, j, result: announced.append((i, j)))
     assert timing["profiler_slowed"] > 1.25 and timing["waits_for_device"] is True
+    # every timed call, profiled or re-timed, is announced under its own number (the trusted side
+    # counts them against samples_ms + discarded_calls and names the ones it checks by number)
+    assert len(announced) == len(timing["samples_ms"]) + timing["discarded_calls"] and timing["discarded_calls"] >= 10
+    assert len({j for _, j in announced}) == len(announced) and all(i == j % 2 for i, j in announced)
     assert "the profiler slowed the call" in timing["span_skipped"] and "span_samples_ms" not in timing
     # the figure is the unprofiled re-run's: every sample well under the profiled 2 ms
     assert len(timing["samples_ms"]) >= 10 and sorted(timing["samples_ms"])[len(timing["samples_ms"]) // 2] < 1.5
@@ -166,5 +172,5 @@ def test_a_call_the_profiler_does_not_slow_keeps_its_span(monkeypatch):
     timer = _timer(True, _FakeDevice())
     _fake_profiler(timer, monkeypatch)
     timing = timer.measure(_host_work(timer, 0.0005, 0.0005), 2, lambda i: None, probe=False)
-    assert timing["profiler_slowed"] is None and timing["waits_for_device"] is False
+    assert timing["profiler_slowed"] is None and timing["waits_for_device"] is False and timing["discarded_calls"] == 0
     assert "span_skipped" not in timing and timing["span_samples_ms"]
