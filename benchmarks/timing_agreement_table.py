@@ -6,7 +6,10 @@ Reads OUT_DIR/agreement.json (d2k's evaluations in device-span mode, one row per
 workload) and whichever independent figures the call produced:
   - OUT_DIR/ncu.csv (or .csv.gz) and OUT_DIR/ncu_cases.json: Nsight Compute's `gpu__time_duration` of every
     kernel of N calls per workload, caches flushed before each (benchmarks/ncu_calls.py);
-  - OUT_DIR/graph_replay.jsonl: a CUDA-graph replay with read flushes (benchmarks/graph_replay_timing.py).
+  - OUT_DIR/graph_replay.jsonl: a CUDA-graph replay with read flushes (benchmarks/graph_replay_timing.py);
+  - OUT_DIR/calibration.json (`d2k calibrate` in the same call): the kernel launch cost measured on a
+    near-empty kernel (d2k/execution/calibrate.py), giving the column "span + launch": the span
+    plus the launch processing that ncu and graph replays count and CUPTI's timestamps do not.
 Prints, per workload, the independent figure, the medians over the processes of d2k's kernel sum,
 device span and event window, their deviation from the independent figure, and the coefficient of
 variation of each over the processes. The like-for-like comparison with ncu is the kernel sum
@@ -77,6 +80,9 @@ def main(out: str) -> int:
     csv_path = next((p for p in (out_dir / "ncu.csv", out_dir / "ncu.csv.gz") if p.exists()), None)
     ncu, markers = ncu_per_call(csv_path, out_dir / "ncu_cases.json") if csv_path else ({}, [])
     graph = graph_per_call(out_dir / "graph_replay.jsonl") if (out_dir / "graph_replay.jsonl").exists() else {}
+    launch = None
+    if (out_dir / "calibration.json").exists():
+        launch = json.loads((out_dir / "calibration.json").read_text()).get("calibration", {}).get("launch_cost_us")
     runs = defaultdict(lambda: defaultdict(list))
     for r in rows:
         if r["status"] != "passed" or r["span_median_ms"] is None:
@@ -89,9 +95,11 @@ def main(out: str) -> int:
     if markers:
         print(f"(ncu's duration of the marker kernel, a 100-cycle spin: median {statistics.median(markers):.2f} µs "
               f"over {len(markers)})\n")
-    print("| task | workload | ncu µs (kernels) | d2k kernel sum µs | vs ncu | d2k span µs | vs ncu | event µs "
-          "| graph replay µs | span CV % | event CV % | processes |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    if launch is not None:
+        print(f"(kernel launch cost from the calibration, on a near-empty kernel: {launch:.2f} µs)\n")
+    print("| task | workload | ncu µs (kernels) | d2k kernel sum µs | vs ncu | d2k span µs | vs ncu | span + launch µs "
+          "| vs ncu | event µs | graph replay µs | span CV % | event CV % | processes |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key in sorted(runs):
         r = runs[key]
         n = ncu.get(key)
@@ -100,8 +108,9 @@ def main(out: str) -> int:
         g = graph.get(key)
         gs = f"{g:.2f}" if isinstance(g, float) else (f"— ({str(g)[:30]})" if g else "—")
         ns = f"{ref:.2f} ({n['kernels']:.0f})" if n else "—"
+        with_launch = (f"{span + launch:.2f} | {deviation(span + launch, ref)}" if launch is not None else "— | —")
         print(f"| {key[0]} | {key[1]} | {ns} | {ksum:.2f} | {deviation(ksum, ref)} | {span:.2f} | {deviation(span, ref)} "
-              f"| {event:.2f} | {gs} | {cv(r['span']):.2f} | {cv(r['event']):.2f} | {len(r['span'])} |")
+              f"| {with_launch} | {event:.2f} | {gs} | {cv(r['span']):.2f} | {cv(r['event']):.2f} | {len(r['span'])} |")
     return 0
 
 

@@ -5,6 +5,7 @@
 #   agreement.json   timing v2: device span, kernel sum and event window, SPAN_RUNS processes each
 #   ncu.csv, ncu_cases.json  the independent figure: ncu's kernel durations (benchmarks/ncu_calls.py)
 #   graph_replay.jsonl a second one: CUDA-graph replay (benchmarks/graph_replay_timing.py)
+#   calibration.json `d2k calibrate`: the kernel launch cost (SKIP_CALIBRATE=1 skips it)
 #   (benchmarks/timing_agreement_table.py OUT_DIR prints the table)
 #   overhead.log     the boundary's cost: the same evaluations under the old in-process worker
 #                    (old/, the commit before the boundary) and the new one
@@ -43,6 +44,9 @@ CASES=""
 for t in rmsnorm silu_and_mul softmax_vocab moe_grouped_topk_routing top_k_top_p_sampling; do
   for w in $(python3 -c "import json;[print(json.loads(l)['id']) for l in open('workloads/$t.jsonl') if json.loads(l)['tag']=='bench']"); do CASES="$CASES $t:$w"; done
 done
+# the kernel launch cost on a near-empty kernel (calibration.json: the table's "span + launch" column)
+[[ -n ${SKIP_CALIBRATE:-} ]] || { timeout $(budget 90) python3 -m d2k calibrate > "$OUT/calibrate.txt" 2>&1; \
+  cp "$(ls -t "$D2K_WORKDIR"/calibrations/*/calibration.json 2>/dev/null | head -1)" "$OUT/calibration.json" 2>/dev/null; }
 # the independent figure: Nsight Compute's kernel durations, caches flushed, clocks left alone
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [[ -z ${SKIP_NCU:-} && -n $NCU ]]; then

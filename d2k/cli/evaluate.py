@@ -180,6 +180,9 @@ def calibrate(db: str | None = DbOption):
                        ("fp32_flops_per_s", "fp32 matmul (no tf32)")):
         if cal.get(key):
             table.add_row(label, f"{cal[key] / 1e12:.1f} TFLOP/s")
+    if cal.get("launch_cost_us") is not None:
+        # beyond a kernel's own run time: counted by ncu and graph replays, not by a CUPTI span
+        table.add_row("kernel launch cost (graph − CUPTI)", f"{cal['launch_cost_us']:.2f} µs")
     common.console.print(table)
     (directory / "calibration.json").write_text(json.dumps({"env": env, "calibration": cal}, indent=1, default=str))
     common.console.print(f"stored, and written to {directory / 'calibration.json'} (for d2k ingest elsewhere)")
