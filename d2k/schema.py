@@ -149,6 +149,17 @@ class Performance(Strict):
     flops: int | float | str = 0
     bytes: int | float | str = "auto"
     peak: Literal["bf16", "fp8", "fp32"] = "bf16"
+    # A baseline (the stem of tasks/<id>/baselines/<name>.py) whose GPU time is the eager figure
+    # that speedups divide, for a task whose reference is a sequential definition too slow to be a
+    # fair eager baseline (and too slow to time): the views mark every speedup taken over it.
+    eager_stand_in: str | None = None
+
+    @field_validator("eager_stand_in")
+    @classmethod
+    def _stand_in(cls, v):
+        if v is not None and not ID_PATTERN.match(v):
+            raise ValueError(f"{v!r}: name a baseline file stem (lower_snake_case, without .py)")
+        return v
 
     @field_validator("flops")
     @classmethod

@@ -60,6 +60,16 @@ def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
     return Solution(sha256(source), task_id, label, kind, path.resolve(), source)
 
 
+def eager(bench: Benchmark, task_id: str) -> Solution:
+    """The solution whose GPU time is the task's eager figure: the reference, or the baseline the
+    task names as its stand-in (performance.eager_stand_in) when its reference is a sequential
+    definition that no fair eager implementation would run."""
+    stand_in = bench.task(task_id).performance.eager_stand_in
+    if stand_in:
+        return resolve(bench, task_id, str(bench.task_dir(task_id) / "baselines" / f"{stand_in}.py"))
+    return resolve(bench, task_id, "reference")
+
+
 def baselines(bench: Benchmark, task_id: str) -> list[Solution]:
     """The task's production-library baselines (``tasks/<id>/baselines/*.py``)."""
     folder = bench.task_dir(task_id) / "baselines"

@@ -92,11 +92,13 @@ class StoreWrites:
         con = self.con
         for task_id, task in bench.tasks.items():
             con.execute(
-                "INSERT OR REPLACE INTO tasks VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO tasks (task_id, catalog, title, category, description, entry_point, signature, "
+                "tolerance, flops_formula, bytes_formula, peak, content_hash, updated_at, eager_stand_in) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [task.id, task.catalog, task.title, task.category, task.description, task.entry_point,
                  task.signature.model_dump_json(), task.tolerance.model_dump_json(),
                  str(task.performance.flops), str(task.performance.bytes), task.performance.peak,
-                 sha256(task.model_dump_json()), now],
+                 sha256(task.model_dump_json()), now, task.performance.eager_stand_in],
             )
             rows = []
             for w in bench.workloads.get(task_id, []):

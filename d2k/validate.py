@@ -55,6 +55,10 @@ def check_modules(root: Path, task: Task) -> list[Problem]:
             missing = _accepts(found[function], input_names)
             if missing:
                 problems.append(Problem(rel, function, f"does not accept input(s) {', '.join(missing)}"))
+    stand_in = task.performance.eager_stand_in
+    if stand_in and not (task_dir / "baselines" / f"{stand_in}.py").is_file():
+        problems.append(Problem(f"tasks/{task.id}/task.toml", "performance.eager_stand_in",
+                                f"no baseline tasks/{task.id}/baselines/{stand_in}.py"))
     return problems
 
 

@@ -157,6 +157,21 @@ def test_a_reference_that_waited_for_the_device_is_marked_on_its_speedups(tmp_pa
     assert ref["waits_for_device"] is True
 
 
+def test_a_task_with_an_eager_stand_in_divides_by_the_baseline(tmp_path):
+    b = Builder(tmp_path / "s.duckdb")
+    # t2's reference is a sequential definition: its task names a baseline as the eager figure
+    b.con.execute("UPDATE tasks SET eager_stand_in = 'chunked' WHERE task_id = 't2'")
+    b.solution("chunk_t2", "t2", {"t2_a": 2.0}, label="baseline:chunked", kind="baseline")
+    b.solution("fast_t1", "t1", {"t1_a": 1.0, "t1_b": 1.0})
+    b.solution("fast_t2", "t2", {"t2_a": 1.0})
+    rows = {r["solution_id"] + "/" + r["workload_id"]: r for r in b.rows("SELECT * FROM v_workload_speedup")}
+    assert rows["fast_t2/t2_a"]["speedup"] == pytest.approx(2.0)           # 2 ms stand-in, not the 4 ms reference
+    assert rows["fast_t2/t2_a"]["reference_stand_in"] == "baseline:chunked"
+    assert rows["fast_t1/t1_a"]["speedup"] == pytest.approx(4.0) and rows["fast_t1/t1_a"]["reference_stand_in"] is None
+    tasks = {r["solution_id"]: r for r in b.rows("SELECT * FROM v_task_speedup")}
+    assert tasks["fast_t2"]["stand_in_reference_workloads"] == 1 and tasks["fast_t1"]["stand_in_reference_workloads"] == 0
+
+
 def test_speed_not_measured_leaves_performance_score_null(tmp_path):
     b = Builder(tmp_path / "i.duckdb")
     for condition in ("guided", "unguided"):

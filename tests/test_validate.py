@@ -38,6 +38,12 @@ def test_bad_category_value(content_copy):
     assert any("tasks/rmsnorm/task.toml: category:" in m for m in _messages(content_copy))
 
 
+def test_eager_stand_in_must_name_a_baseline(content_copy):
+    _edit(content_copy / "tasks/rmsnorm/task.toml", 'peak = "bf16"', 'peak = "bf16"\neager_stand_in = "chunked_torch"')
+    assert ("tasks/rmsnorm/task.toml: performance.eager_stand_in: no baseline tasks/rmsnorm/baselines/chunked_torch.py"
+            in _messages(content_copy))
+
+
 def test_dependency_cycle(content_copy):
     path = content_copy / "design_rubrics/rmsnorm.toml"
     text = path.read_text()
@@ -110,3 +116,13 @@ def test_bad_shape_expression(content_copy):
 def test_orphan_workload_file(content_copy):
     (content_copy / "workloads/ghost.jsonl").write_text("")
     assert "workloads/ghost.jsonl: no task folder of that id" in _messages(content_copy)
+
+
+def test_the_eager_solution_is_the_reference_or_the_named_stand_in(root):
+    from d2k.content import Benchmark
+    from d2k.solutions import eager
+
+    bench = Benchmark.load(root, only=["rmsnorm", "gdn_chunk_prefill"])
+    assert eager(bench, "rmsnorm").label == "reference"
+    stand_in = eager(bench, "gdn_chunk_prefill")
+    assert stand_in.kind == "baseline" and stand_in.label == "baseline:chunked_torch"

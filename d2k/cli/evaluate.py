@@ -103,7 +103,8 @@ def eval_cmd(
 def bench(
     tasks: str | None = typer.Option(None, "--tasks", help="Comma-separated task ids (default: all)."),
     solution: list[str] | None = typer.Option(None, "--solution",
-                                       help="expert | naive | reference | compiled (torch.compile of the reference) | "
+                                       help="expert | naive | reference (or the task's eager stand-in baseline, "
+                                            "where it names one) | compiled (torch.compile of the reference) | "
                                             "baselines (each library adapter in tasks/<id>/baselines/) | PATH; "
                                             "repeat for several."),
     workloads: str = typer.Option("auto", help="bench | smoke | all (auto: bench on a GPU, smoke on the interpreter)."),
@@ -137,6 +138,13 @@ def bench(
                 continue
             if name == "reference" and backend != "cuda":
                 continue  # the reference is the comparison; timing it on the interpreter means nothing
+            if name == "reference":
+                from d2k.solutions import eager
+
+                # the task's eager figure: its reference, or the baseline standing in for a sequential one
+                if selected:
+                    plans.append(Plan(eager(bench_content, task_id), selected))
+                continue
             if name == "baselines":
                 from d2k.solutions import baselines
 
@@ -144,6 +152,9 @@ def bench(
                 continue
             if selected:
                 plans.append(Plan(resolve(bench_content, task_id, name), selected))
+    # one plan per solution (a task's eager stand-in is also one of its baselines)
+    seen: set[str] = set()
+    plans = [p for p in plans if not (p.solution.solution_id in seen or seen.add(p.solution.solution_id))]
     if not plans:
         raise D2KError("nothing to run: no workloads or solutions matched")
     result = _run(bench_content, plans, backend, "bench",
