@@ -29,6 +29,8 @@ def tasks(as_json: bool = typer.Option(False, "--json", help="Print JSON instead
             # what a solution's run() takes and returns (names, dtypes, shapes over the axes)
             sig = bench.tasks[row["task"]].signature
             row["entry_point"] = bench.tasks[row["task"]].entry_point
+            # the baseline whose time is the eager figure, where the reference is a sequential definition
+            row["eager_stand_in"] = bench.tasks[row["task"]].performance.eager_stand_in
             row["signature"] = {
                 "inputs": [t.model_dump(exclude_none=True, exclude_defaults=True) | {"name": t.name} for t in sig.inputs],
                 "outputs": [t.model_dump(exclude_none=True, exclude_defaults=True) | {"name": t.name} for t in sig.outputs],

@@ -17,6 +17,7 @@ def test_tasks_lists_the_content():
     rows = {r["task"]: r for r in json.loads(out.stdout)}
     assert rows["rmsnorm"]["bench"] == 4 and rows["rmsnorm"]["smoke"] >= 1
     assert {"rmsnorm", "bf16_gemm", "flash_attention_prefill"} <= set(rows)
+    assert rows["rmsnorm"]["eager_stand_in"] is None and rows["mamba2_ssd_chunked"]["eager_stand_in"] == "chunked_torch"
 
 
 def test_validate_ok_and_broken(content_copy):
