@@ -70,7 +70,7 @@ def store_outcome(store: Store, spec: ExperimentSpec, work_dir: Path, outcome: d
     for key in ("submission", "reference_solution"):
         sub = outcome.get(key)
         if sub:
-            kind = "reference" if key == "reference_solution" else "file"
+            kind = sub.get("kind", "reference") if key == "reference_solution" else "file"
             solution = Solution(sub["solution_id"], outcome["task_id"], sub["label"], kind, Path(sub["path"]), sub["source"])
             store.add_solution(solution)
             if key == "submission":
