@@ -3,8 +3,10 @@
 For each packed sequence n and v-head h (q/k head h // (Hv // Hqk)), from S = state[n, h]
 ([V, K] float32), for every token t of the sequence:
     S <- exp(g_t) S;  u = (v_t - S k_t) beta_t;  S <- S + u k_t^T;  o_t = scale * S q_t
-One program per sequence keeps every head's state in one [Hv * V, K] register tile and walks the
-tokens in order; no chunking, no tensor cores. Returns o (q's dtype) and final_state (float32).
+Every row of a head's state (S[h, j, :], with its output o[t, h, j]) evolves on its own, so a
+program owns BLOCK_R such rows (of any heads) of one sequence as a [BLOCK_R, K] register tile and
+walks the tokens in order; no chunking, no tensor cores. Returns o (q's dtype) and final_state
+(float32).
 """
 
 import torch
@@ -15,11 +17,11 @@ import triton.language as tl
 @triton.jit
 def _gdn_sequential(Q, K_ptr, V_ptr, G, BETA, S0, O, FINAL, CU, scale, Hqk, Hv, K, V,
                     BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr):
-    """Token-by-token gated delta rule for one sequence, all v-heads at once (rows r = h * V + j)."""
-    n = tl.program_id(0)
+    """Token-by-token gated delta rule for BLOCK_R state rows r = h * V + j of one sequence."""
+    n = tl.program_id(1)
     bos = tl.load(CU + n)
     eos = tl.load(CU + n + 1)
-    offs_r = tl.arange(0, BLOCK_R)
+    offs_r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     offs_k = tl.arange(0, BLOCK_K)
     mask_r = offs_r < Hv * V
     mask_k = offs_k < K
@@ -49,8 +51,11 @@ def run(q, k, v, g, beta, state, cu_seqlens, scale):
     N = cu_seqlens.numel() - 1
     o = torch.empty(T, Hv, V, device=q.device, dtype=q.dtype)
     final = torch.empty(N, Hv, V, K, device=q.device, dtype=torch.float32)
-    # every head's [V, K] state of a sequence in one program: fine for the smoke shapes; at the
-    # bench shapes (Hv * V = 1024-4096 rows of K = 128) it is far past the register file and slow
-    _gdn_sequential[(N,)](q, k, v, g, beta, state, o, final, cu_seqlens, scale, Hqk, Hv, K, V,
-                          BLOCK_R=triton.next_power_of_2(Hv * V), BLOCK_K=triton.next_power_of_2(K))
+    # 16 state rows of K = 128 per program (8 KB of fp32): every head's [V, K] state of a sequence in
+    # one program was past the register file at the bench shapes (1024-4096 rows), neither
+    # compiled nor timed within minutes
+    block_r = min(16, triton.next_power_of_2(Hv * V))
+    _gdn_sequential[(triton.cdiv(Hv * V, block_r), N)](q, k, v, g, beta, state, o, final, cu_seqlens, scale,
+                                                      Hqk, Hv, K, V, BLOCK_R=block_r,
+                                                      BLOCK_K=triton.next_power_of_2(K))
     return o, final

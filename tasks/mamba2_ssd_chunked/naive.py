@@ -4,7 +4,8 @@ Computes, per sequence b and head h (group g = h // (H // G)), from a zero state
     dt_t = softplus(dt[b, t, h] + dt_bias[h])
     h_t  = exp(dt_t A[h]) h_{t-1} + dt_t x_t^T B_t        (state [P, N], fp32 in registers)
     y_t  = h_t C_t + D[h] x_t
-One program per sequence walks all L tokens with every head's state in one [H * P, N] tile;
+Every state row h[b, h, p, :] (with its output y[b, t, h, p]) evolves on its own, so a program owns
+BLOCK_R rows r = h * P + p of one sequence as a [BLOCK_R, N] register tile and walks all L tokens;
 no chunking, no tensor cores.
 Returns y (x's dtype) and final_state [batch, H, P, N] float32.
 """
@@ -17,10 +18,10 @@ import triton.language as tl
 @triton.jit
 def _ssd_sequential(X, DT, DT_BIAS, A, B, C, D, Y, FINAL, L, H, G, P, N,
                     BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr):
-    """Sequential selective scan of one sequence, all heads at once: rows r = h * P + p of the
-    [H * P, N] state live in one register tile; writes y and the final state."""
-    b = tl.program_id(0)
-    offs_r = tl.arange(0, BLOCK_R)
+    """Sequential selective scan of BLOCK_R state rows r = h * P + p of one sequence, held in one
+    register tile; writes their y and final state."""
+    b = tl.program_id(1)
+    offs_r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     offs_n = tl.arange(0, BLOCK_N)
     mask_r = offs_r < H * P
     mask_n = offs_n < N
@@ -51,8 +52,10 @@ def run(x, dt, dt_bias, A, B, C, D):
     G, N = B.shape[2], B.shape[3]
     y = torch.empty_like(x)
     final = torch.empty(batch, H, P, N, device=x.device, dtype=torch.float32)
-    # the whole [H * P, N] state of a sequence in one program: fine for the smoke shapes; at the
-    # bench shapes (H * P = 5120-8192 rows of N = 128) it is far past the register file and slow
-    _ssd_sequential[(batch,)](x, dt, dt_bias, A, B, C, D, y, final, L, H, G, P, N,
-                              BLOCK_R=triton.next_power_of_2(H * P), BLOCK_N=triton.next_power_of_2(N))
+    # 16 state rows of N = 128 per program (8 KB of fp32): the whole [H * P, N] state of a sequence
+    # in one program was past the register file at the bench shapes (5120-8192 rows), neither
+    # compiled nor timed within minutes
+    block_r = min(16, triton.next_power_of_2(H * P))
+    _ssd_sequential[(triton.cdiv(H * P, block_r), batch)](x, dt, dt_bias, A, B, C, D, y, final, L, H, G, P, N,
+                                                          BLOCK_R=block_r, BLOCK_N=triton.next_power_of_2(N))
     return y, final
