@@ -34,7 +34,10 @@ def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
         source = path.read_text(encoding="utf-8")
         return Solution(sha256("reference:" + source), task_id, "reference", "reference", path, source)
     if name == "compiled":
-        path = task_dir / "reference.py"
+        # torch.compile of the task's eager figure: the reference, or the baseline standing in for a
+        # sequential reference (compiling a token-by-token loop would unroll it)
+        stand_in = bench.task(task_id).performance.eager_stand_in
+        path = task_dir / "baselines" / f"{stand_in}.py" if stand_in else task_dir / "reference.py"
         source = path.read_text(encoding="utf-8")
         return Solution(sha256("compiled:" + source), task_id, "compiled", "compiled", path, source)
     if name in ("expert", "naive"):

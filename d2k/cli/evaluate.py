@@ -104,7 +104,7 @@ def bench(
     tasks: str | None = typer.Option(None, "--tasks", help="Comma-separated task ids (default: all)."),
     solution: list[str] | None = typer.Option(None, "--solution",
                                        help="expert | naive | reference (or the task's eager stand-in baseline, "
-                                            "where it names one) | compiled (torch.compile of the reference) | "
+                                            "where it names one) | compiled (torch.compile of that eager figure) | "
                                             "baselines (each library adapter in tasks/<id>/baselines/) | PATH; "
                                             "repeat for several."),
     workloads: str = typer.Option("auto", help="bench | smoke | all (auto: bench on a GPU, smoke on the interpreter)."),

@@ -141,7 +141,8 @@ class CandidateProcess:
         self.private.mkdir(parents=True)
         for sub in ("inductor-cache", "cache"):
             (self.private / sub).mkdir()
-        source = job["task"]["reference_path"] if solution["kind"] in ("reference", "compiled") else solution["path"]
+        # a compiled solution's file is the reference, or the eager stand-in it compiles (solutions.resolve)
+        source = job["task"]["reference_path"] if solution["kind"] == "reference" else solution["path"]
         shutil.copyfile(source, self.private / "solution.py")
         settings = job.get("sandbox", {})
         # this solution's compiled kernels are kept between runs, in a cache no other solution sees
