@@ -9,7 +9,8 @@
 #             their targets (W4A16 at M = 1 and 16, MLA at h = 128, GDN prefill at 1 x 32768);
 #   b3.tgz    issue 16: the naive kernels of gdn_decode, mamba2 and gdn_chunk_prefill (the last two
 #             re-tiled since they last timed out) and the eager figures (gdn_chunk_prefill's and
-#             mamba2's are their chunked stand-ins), then compiled mamba2.
+#             mamba2's are their chunked stand-ins), then compiled mamba2 and gdn_chunk_prefill
+#             (torch.compile of those stand-ins).
 # PARTS picks parts (default all, in that order); each stops at the call's deadline (SECONDS_BUDGET).
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite).
 set -uo pipefail
@@ -28,9 +29,9 @@ for part in ${PARTS:-hs conv prof b3}; do
           gdn_chunk_prefill:gdn_prefill_qk16_v32_d128_k_last_1x32768 ;;
     b3) b3_seconds=$(( $(left) - 10 ))
         $P b3 bash -c 'export D2K_DB=/tmp/b3.duckdb; TIMEOUT=90 TASKS=gdn_decode,mamba2_ssd_chunked,gdn_chunk_prefill \
-          SOLUTIONS="naive reference" TASK_SECONDS='"$(( b3_seconds * 3 / 10 ))"' BENCH_SECONDS='"$(( b3_seconds - 60 ))"' \
-          bash benchmarks/content_b_h200.sh; TIMEOUT=60 TASKS=mamba2_ssd_chunked SOLUTIONS=compiled SKIP_CALIBRATE=1 PASS=2 \
-          BENCH_SECONDS=55 bash benchmarks/content_b_h200.sh' ;;
+          SOLUTIONS="naive reference" TASK_SECONDS='"$(( b3_seconds * 3 / 10 ))"' BENCH_SECONDS='"$(( b3_seconds - 90 ))"' \
+          bash benchmarks/content_b_h200.sh; TIMEOUT=80 TASKS=mamba2_ssd_chunked,gdn_chunk_prefill SOLUTIONS=compiled \
+          SKIP_CALIBRATE=1 PASS=2 TASK_SECONDS=42 BENCH_SECONDS=85 bash benchmarks/content_b_h200.sh' ;;
     *) echo "unknown part $part" ;;
   esac
   echo "$part done, $(left) s left"
