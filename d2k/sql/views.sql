@@ -97,7 +97,7 @@ SELECT workload_id, env_id, median_ms, waits_for_device, stand_in FROM (
            any_value(CASE WHEN r.label <> 'reference' THEN r.label END) AS stand_in
     FROM evaluations e
     JOIN solutions r ON r.solution_id = e.solution_id
-    JOIN tasks t ON t.task_id = r.task_id
+    LEFT JOIN tasks t ON t.task_id = r.task_id   -- a task no longer in the content keeps its reference
     WHERE e.backend = 'cuda' AND e.flags->>'$.gpu_shared_by' IS NULL
       AND r.label = coalesce('baseline:' || t.eager_stand_in, 'reference')
     GROUP BY e.workload_id, e.env_id)
