@@ -457,7 +457,10 @@ class Checker:
         reps = len(timing.get("samples_ms") or [])
         # calls timed under the profiler and then re-timed without it (timing.profiler_slowed) were
         # announced too; their times are not in samples_ms
-        discarded = max(0, int(timing.get("discarded_calls", 0) or 0))
+        try:
+            discarded = max(0, int(timing.get("discarded_calls", 0) or 0))
+        except (TypeError, ValueError):
+            raise CheckFailed("the timing reported a malformed discarded_calls: the timing loop was replaced") from None
         if reps == 0 or seen != reps + discarded:
             # every timed call must be announced as it is issued (that is when the checked ones are chosen)
             raise CheckFailed(f"the timing reported {reps + discarded} calls but announced {seen}: the timing loop was "
