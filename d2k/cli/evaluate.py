@@ -76,13 +76,14 @@ def eval_cmd(
     solution: str = typer.Argument(..., help="A solution file, or expert | naive | reference | compiled."),
     workloads: str = typer.Option("auto", help="bench | smoke | all (auto: bench on a GPU, smoke on the interpreter)."),
     backend: str = typer.Option("auto", help="auto | cuda | interpreter."),
-    reference: bool = typer.Option(True, help="Also time the PyTorch reference (for the speedup)."),
+    reference: bool = typer.Option(True, help="Also time the task's eager figure, the PyTorch reference or its "
+                                              "stand-in (for the speedup)."),
     force: bool = typer.Option(False, help="Re-run evaluations the store already holds."),
     timeout: float = typer.Option(600.0, help="Seconds per workload before the worker is killed."),
     db: str | None = DbOption,
 ):
     """Check and time one solution on a task's workloads, each solution in its own process."""
-    from d2k.solutions import resolve
+    from d2k.solutions import eager, resolve
     from d2k.sweep import Plan
 
     bench = checked_bench([task])
@@ -93,7 +94,7 @@ def eval_cmd(
         raise D2KError(f"task {task} has no {tag} workloads")
     plans = [Plan(resolve(bench, task, solution), selected)]
     if reference and solution != "reference" and backend == "cuda":
-        plans.append(Plan(resolve(bench, task, "reference"), selected))
+        plans.append(Plan(eager(bench, task), selected))  # the reference, or the task's eager stand-in
     result = _run(bench, plans, backend, "eval", {"task": task, "solution": solution, "workloads": tag}, db, force, True, timeout)
     if any(r["status"] != "passed" for r in result.records if r["solution_id"] == plans[0].solution.solution_id):
         raise typer.Exit(EXIT_FAILED)
