@@ -1,6 +1,6 @@
 # Frozen copy of tasks/gdn_chunk_prefill/naive.py as judges/gold/gdn_chunk_prefill/labels.toml labels it (this task's gold set
 # is frozen, judges/splits.toml). The shipped naive has since split its row tile across programs
-# (the same sequential recurrence; one program per sequence could not be compiled or timed at the bench shapes).
+# (the same sequential recurrence; one program per sequence timed out at the bench shapes).
 """Gated delta rule prefill as one plain Triton kernel that steps the recurrence token by token.
 
 For each packed sequence n and v-head h (q/k head h // (Hv // Hqk)), from S = state[n, h]

@@ -1,6 +1,6 @@
 # Frozen copy of tasks/mamba2_ssd_chunked/naive.py as judges/gold/mamba2_ssd_chunked/labels.toml labels it (this task's gold set
 # is frozen, judges/splits.toml). The shipped naive has since split its row tile across programs
-# (the same sequential recurrence; one program per sequence could not be compiled or timed at the bench shapes).
+# (the same sequential recurrence; one program per sequence timed out at the bench shapes).
 """Mamba-2 SSD scan as one plain Triton kernel that steps the recurrence token by token.
 
 Computes, per sequence b and head h (group g = h // (H // G)), from a zero state:
