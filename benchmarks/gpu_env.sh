@@ -1,6 +1,6 @@
 # Sourced by the device scripts: installs what the GPU image lacks from the carried wheels in
 # .whl/ (pip resolves against what is already installed and takes only the missing pieces),
-# and points d2k at $OUT. Fetch the wheels here first:
+# and points d2k at $OUT. Fetch the wheels here first (benchmarks/fetch_wheels.sh does all of it):
 #   python3 -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 -d .whl \
 #     pydantic duckdb tree-sitter tree-sitter-python tree-sitter-cuda typer rich networkx regex
