@@ -59,8 +59,9 @@ SELECT
     -- the host needs as long to issue the call as the GPU to run it: launch overhead, not the
     -- kernel, bounds this solution's speed (the median is then less stable)
     e.host_issue_ms >= e.median_ms AS host_bound,
-    -- the call waited for the device mid-call (a device-to-host copy): timed without the profiler,
-    -- its time is partly the host's (benchmarks/studies/2026-12-04-host-sync)
+    -- the call waited for the device mid-call (a device-to-host copy), or the profiler slowed its host
+    -- side (timing.profiler_slowed): timed without the profiler, its time is partly the host's
+    -- (benchmarks/studies/2026-12-04-host-sync)
     e.waits_for_device,
     CASE WHEN e.backend = 'cuda' AND e.median_ms > 0 THEN w.bytes / (e.median_ms * 1e-3) END AS achieved_bytes_per_s,
     CASE WHEN e.backend = 'cuda' AND e.median_ms > 0 THEN w.flops / (e.median_ms * 1e-3) END AS achieved_flops_per_s,
