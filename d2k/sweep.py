@@ -37,6 +37,32 @@ class Plan:
     workloads: list[Workload]
 
 
+def bench_plans(bench: Benchmark, names: list[str], backend: str, tag: str) -> list[Plan]:
+    """What ``d2k bench`` runs: for every task, each named solution on its ``tag`` workloads. ``naive``
+    where the task has one; ``reference`` on a GPU only, as the task's eager figure (its reference, or
+    the baseline it names as a stand-in for a sequential one); ``baselines`` as every library adapter
+    in tasks/<id>/baselines/; anything else through ``solutions.resolve``. One plan per solution."""
+    from d2k.solutions import baselines, eager, resolve
+
+    plans = []
+    for task_id in bench.tasks:
+        selected = bench.select_workloads(task_id, tag)
+        if not selected:
+            continue
+        for name in names:
+            if name == "naive" and not (bench.task_dir(task_id) / "naive.py").is_file():
+                continue
+            if name == "reference":
+                if backend == "cuda":  # the comparison; timing it on the interpreter means nothing
+                    plans.append(Plan(eager(bench, task_id), selected))
+            elif name == "baselines":
+                plans.extend(Plan(b, selected) for b in baselines(bench, task_id))
+            else:
+                plans.append(Plan(resolve(bench, task_id, name), selected))
+    seen: set[str] = set()  # a task's eager stand-in is also one of its baselines
+    return [p for p in plans if not (p.solution.solution_id in seen or seen.add(p.solution.solution_id))]
+
+
 @dataclass
 class SweepResult:
     run_id: str

@@ -117,16 +117,3 @@ def test_orphan_workload_file(content_copy):
     (content_copy / "workloads/ghost.jsonl").write_text("")
     assert "workloads/ghost.jsonl: no task folder of that id" in _messages(content_copy)
 
-
-def test_the_eager_solution_is_the_reference_or_the_named_stand_in(root):
-    from d2k.content import Benchmark
-    from d2k.solutions import eager, resolve
-
-    bench = Benchmark.load(root, only=["rmsnorm", "gdn_chunk_prefill"])
-    assert eager(bench, "rmsnorm").label == "reference"
-    stand_in = eager(bench, "gdn_chunk_prefill")
-    assert stand_in.kind == "baseline" and stand_in.label == "baseline:chunked_torch"
-    # torch.compile of the eager figure: the reference, or the stand-in (not a token-by-token loop)
-    assert resolve(bench, "rmsnorm", "compiled").path.name == "reference.py"
-    compiled = resolve(bench, "gdn_chunk_prefill", "compiled")
-    assert compiled.kind == "compiled" and compiled.path.name == "chunked_torch.py"

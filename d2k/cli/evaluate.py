@@ -118,8 +118,7 @@ def bench(
     db: str | None = DbOption,
 ):
     """Run solutions over tasks (default: every task's expert, naive and reference) and summarise."""
-    from d2k.solutions import resolve
-    from d2k.sweep import Plan
+    from d2k.sweep import bench_plans
 
     only = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
     bench_content = checked_bench(only)
@@ -131,31 +130,7 @@ def bench(
     if not solution:
         solution = ["expert", "naive", "reference"] if backend == "cuda" else ["expert"]
     timed = backend == "cuda" or time_interpreter
-    plans = []
-    for task_id in bench_content.tasks:
-        selected = bench_content.select_workloads(task_id, tag)
-        for name in solution:
-            if name == "naive" and not (bench_content.task_dir(task_id) / "naive.py").is_file():
-                continue
-            if name == "reference" and backend != "cuda":
-                continue  # the reference is the comparison; timing it on the interpreter means nothing
-            if name == "reference":
-                from d2k.solutions import eager
-
-                # the task's eager figure: its reference, or the baseline standing in for a sequential one
-                if selected:
-                    plans.append(Plan(eager(bench_content, task_id), selected))
-                continue
-            if name == "baselines":
-                from d2k.solutions import baselines
-
-                plans.extend(Plan(b, selected) for b in baselines(bench_content, task_id) if selected)
-                continue
-            if selected:
-                plans.append(Plan(resolve(bench_content, task_id, name), selected))
-    # one plan per solution (a task's eager stand-in is also one of its baselines)
-    seen: set[str] = set()
-    plans = [p for p in plans if not (p.solution.solution_id in seen or seen.add(p.solution.solution_id))]
+    plans = bench_plans(bench_content, solution, backend, tag)
     if not plans:
         raise D2KError("nothing to run: no workloads or solutions matched")
     result = _run(bench_content, plans, backend, "bench",
