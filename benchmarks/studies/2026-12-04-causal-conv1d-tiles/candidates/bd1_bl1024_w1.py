@@ -1,3 +1,5 @@
+# Study candidate (benchmarks/studies/2026-12-04-causal-conv1d-tiles): the shipped expert with the tile
+# constants below changed; the docstring describes the shipped tile, not this one.
 """Depthwise causal conv1d (width 4) + bias + SiLU with conv states, expert Triton implementation.
 
 For x: [B, D, L], weight: [D, 4], bias: [D], initial_states: [B, D, 3] and
