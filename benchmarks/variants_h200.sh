@@ -9,7 +9,8 @@
 # a call cut short still returns what finished. WORKLOAD_TIMEOUT (90 s) bounds one workload, so a
 # candidate that hangs (a spin-wait that never ends, say) costs little of the call.
 # Needs the wheels of benchmarks/gpu_env.sh in .whl/ (carried), and VARIANTS_DIR carried if
-# git ignores it (a study's candidates/ folder under benchmarks/studies/ travels as it is tracked).
+# git ignores it; a study that keeps its candidates as edits (candidates.toml) has them written on
+# the device first: python3 benchmarks/make_candidates.py SPEC DIR && VARIANTS_DIR=DIR bash ...
 set -uo pipefail
 source benchmarks/gpu_env.sh
 VARIANTS_DIR=${VARIANTS_DIR:-.scratch/variants}
