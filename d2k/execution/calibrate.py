@@ -11,7 +11,7 @@ import statistics
 
 import torch
 
-from d2k.execution.timing import CudaTimer, TimerGuard, _trace_events
+from d2k.execution.timing import CudaTimer, TimerGuard, trace_events
 
 
 def _median_ms(timer: CudaTimer, fn) -> float:
@@ -58,7 +58,7 @@ def launch_cost(guard: TimerGuard, n: int = 200, replays: int = 20) -> dict:
         for _ in range(n):
             x.add_(1.0)
         guard.synchronize()
-    durations = [float(e.get("dur", 0)) for e in _trace_events(prof) if e.get("cat") == "kernel"]
+    durations = [float(e.get("dur", 0)) for e in trace_events(prof) if e.get("cat") == "kernel"]
     if not durations:
         return {"error": "the profiler recorded no kernel"}
     graph_us = statistics.median(per_kernel)

@@ -90,7 +90,7 @@ def profile_streams(call, guard: TimerGuard) -> dict:
         call()
         guard.synchronize()
     device_events = sorted(
-        (e for e in _trace_events(prof) if e.get("cat") in DEVICE_CATEGORIES),
+        (e for e in trace_events(prof) if e.get("cat") in DEVICE_CATEGORIES),
         key=lambda e: e.get("ts", 0),
     )
     if not device_events:
@@ -109,7 +109,8 @@ def profile_streams(call, guard: TimerGuard) -> dict:
     }
 
 
-def _trace_events(prof) -> list[dict]:
+def trace_events(prof) -> list[dict]:
+    """The events of a finished torch.profiler session (its Chrome trace), as dicts."""
     fd, path = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     try:
@@ -131,7 +132,7 @@ def device_spans(prof, reps: int) -> dict:
     memcpy or memset links to the runtime call that launched it, and that launch happened on the
     host inside the ``d2k_call_j`` annotation around call ``j``.
     """
-    events = _trace_events(prof)
+    events = trace_events(prof)
     ranges = sorted(
         (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), int(e["name"].rsplit("_", 1)[1]))
         for e in events if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("d2k_call_")
