@@ -312,7 +312,8 @@ class CudaTimer:
         probe_events = [(g.Event(enable_timing=True), g.Event(enable_timing=True)) for _ in range(3)]
         probe_host_us = [one(k % n_sets, s, e) for k, (s, e) in enumerate(probe_events)]
         g.synchronize()
-        estimate = max(min(s.elapsed_time(e) for s, e in probe_events), 1e-4)
+        probe_ms = [s.elapsed_time(e) for s, e in probe_events]  # the unprofiled probes' windows
+        estimate = max(min(probe_ms), 1e-4)
         # Does the call wait for the device mid-call (a device-to-host copy, .item(), nonzero)? Then
         # the host's time grows with the hold queued ahead of it: two more probes with 1 ms more
         # hold tell (both must take 0.5 ms longer than the slowest plain probe). Such a call's
@@ -361,7 +362,7 @@ class CudaTimer:
         # launches, say: moe_align_block_size's dsv3 reference kept the profiler and ran 2.2x its
         # unprofiled time). The direct check: a profiled window well above the slowest unprofiled
         # probe means CUPTI's CPU-side cost is in the figure, so the call is timed again without it.
-        plain_ms = max(s.elapsed_time(e) for s, e in probe_events)
+        plain_ms = max(probe_ms)
         profiler_slowed = None
         discarded_calls = 0
         if profiled:
@@ -385,7 +386,7 @@ class CudaTimer:
             "profiler_slowed": profiler_slowed,
             "discarded_calls": discarded_calls,
             # the unprofiled probes' windows and host times, and the longer-hold probes' host times
-            "probe_window_us": [round(s.elapsed_time(e) * 1e3, 2) for s, e in probe_events],
+            "probe_window_us": [round(ms * 1e3, 2) for ms in probe_ms],
             "probe_host_us": [round(h, 1) for h in probe_host_us],
             "hold_probe_host_us": [round(h, 1) for h in longer],
             # timed calls the host issued more slowly than their hold (their window may hold idle time)
