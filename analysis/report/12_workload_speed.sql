@@ -1,9 +1,10 @@
 -- GPU only: every bench workload with the newest version of each shipped solution: median time in
 -- µs (eager PyTorch, torch.compile, naive, expert), the expert's speedup over eager and its SOL
--- fraction, and the fastest of the four. eager_synced: the eager reference waited for the device
--- mid-call (timed without the profiler; its time, and so the speedup, is partly the host's).
--- eager_stand_in: the eager figure is that baseline's (the task's reference is a sequential
--- definition; task.toml performance.eager_stand_in). The figure shows every workload's SOL fraction.
+-- fraction, and the fastest of the four. eager_note: 'synced' when the eager reference waited for
+-- the device mid-call (timed without the profiler; its time, and so the speedup, is partly the
+-- host's); a baseline's name when the eager figure is that baseline's (the task's reference is a
+-- sequential definition; task.toml performance.eager_stand_in). The figure shows every workload's
+-- SOL fraction.
 SELECT w.task_id, replace(w.workload_id, w.task_id || '_', '') AS workload, w.gpu_name,
        round(1e3 * max(w.reference_ms), 2) AS eager_us,
        round(1e3 * max(w.median_ms) FILTER (WHERE w.solution = 'compiled' AND w.status = 'passed'), 2) AS compiled_us,
@@ -11,8 +12,8 @@ SELECT w.task_id, replace(w.workload_id, w.task_id || '_', '') AS workload, w.gp
        round(1e3 * max(w.median_ms) FILTER (WHERE w.solution = 'expert' AND w.status = 'passed'), 2) AS expert_us,
        round(max(w.speedup) FILTER (WHERE w.solution = 'expert'), 2) AS expert_speedup,
        round(max(w.sol_fraction) FILTER (WHERE w.solution = 'expert'), 3) AS expert_sol,
-       bool_or(w.reference_waits_for_device) AS eager_synced,
-       any_value(w.reference_stand_in) AS eager_stand_in,
+       nullif(concat_ws('; ', CASE WHEN bool_or(w.reference_waits_for_device) THEN 'synced' END,
+                        any_value(w.reference_stand_in)), '') AS eager_note,
        arg_min(w.solution, w.median_ms) FILTER (WHERE w.status = 'passed') AS fastest
 FROM v_workload_speedup w
 JOIN v_solution_versions s USING (solution_id)
