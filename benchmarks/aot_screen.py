@@ -1,0 +1,181 @@
+"""Compiles Triton kernels for a GPU this machine does not have and reports what the compiler made
+of them: registers, spilled bytes, shared memory, the tensor-core layouts and instructions, and the
+main loop's instruction mix. A screening tool for candidates before they cost device time; it
+measures nothing about speed.
+
+    python3 benchmarks/aot_screen.py benchmarks/studies/<study>/screen.toml [--sass-dir DIR]
+
+The spec names kernels and the compilations to make of each:
+
+    target = [90, 32]                      # compute capability, warp size (default sm_90)
+
+    [[kernels]]
+    label = "shipped"
+    file = "tasks/mla_decode/expert.py"    # relative to the repository root; or, instead,
+    # candidate = "transposed_scores"      # a candidate of the candidates.toml beside this spec
+    # candidates = "screened_out.toml"     # (optional) another edits file beside the spec
+    kernel = "_mla_decode_split"           # a @triton.jit function of that file (not autotuned)
+    signature = {QN = "*bf16", H = "i32", desc = "tensordesc<bf16[{BLOCK_N},256]>", ...}
+    constexprs = {BLOCK_H = 64, PS = 64}
+    configs = [{BLOCK_N = 32, num_warps = 8, num_stages = 2}, ...]
+
+`signature` and `constexprs` may also stand at the top level, for every kernel that does not give its own.
+Every parameter of the kernel is in `signature`, constexpr ones as "constexpr"; `{NAME}` in a
+signature type is filled from the config (a descriptor's block shape follows BLOCK_N). A config's
+keys other than num_warps / num_stages are constexprs.
+
+Per compilation it prints: registers per thread, stack (spilled) bytes, shared memory bytes (the
+compiler's figure; sm_90 allows 232448 per block), the MMA layouts (warpsPerCTA, instrShape), the
+wgmma shapes, and for the innermost loop with tensor-core instructions its counts of HGMMA, local
+loads/stores (spills inside the loop), shared loads/stores and MUFU. Compiling needs no GPU: the
+Triton wheel carries ptxas and cuobjdump.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SMEM_LIMIT_SM90 = 232448   # bytes of shared memory one block may use on sm_90
+
+
+@dataclass
+class Screen:
+    label: str
+    config: str
+    regs: int
+    stack_bytes: int
+    shared_bytes: int
+    mma_layouts: list[str]
+    wgmma_shapes: list[str]
+    loop: dict[str, int]
+
+    def row(self) -> str:
+        loop = ", ".join(f"{k} {v}" for k, v in self.loop.items())
+        over = " (over the sm_90 limit)" if self.shared_bytes > SMEM_LIMIT_SM90 else ""
+        return (f"| {self.label} | {self.config} | {self.regs} | {self.stack_bytes} | {self.shared_bytes}{over} | "
+                f"{'; '.join(self.mma_layouts)} | {' '.join(self.wgmma_shapes)} | {loop} |")
+
+
+HEADER = ("| kernel | config | regs | stack B | shared B | MMA layouts (warpsPerCTA, instrShape) | wgmma | "
+          "hottest loop |\n|---|---|---|---|---|---|---|---|")
+
+
+def _load_kernel(file: Path, name: str):
+    spec = importlib.util.spec_from_file_location(f"screened_{file.stem}", file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = getattr(module, name, None)
+    if kernel is None or not hasattr(kernel, "arg_names"):
+        raise SystemExit(f"{file}: no @triton.jit function named {name!r}")
+    return kernel
+
+
+def _tool(name: str) -> str:
+    import triton
+    path = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
+    if not path.exists():
+        raise SystemExit(f"{path} is missing: this Triton wheel carries no CUDA tools to compile with")
+    return str(path)
+
+
+def _loop_stats(sass: str) -> dict[str, int]:
+    """Counts in the innermost backward-branch loop that holds tensor-core instructions (the main
+    loop; an enclosing branch back over it and the tail would count the tail's code too)."""
+    ins = [(int(m.group(1), 16), m.group(2)) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+    best: dict[str, int] = {}
+    for addr, text in ins:
+        target = re.search(r"BRA\s+0x([0-9a-f]+)", text)
+        if not target or int(target.group(1), 16) >= addr:
+            continue
+        lo = int(target.group(1), 16)
+        body = [t for a, t in ins if lo <= a <= addr]
+        count = {op: sum(op in t for t in body) for op in ("HGMMA", "LDL", "STL", "LDS", "STS", "MUFU")}
+        count = {"instructions": len(body), **count}
+        if count["HGMMA"] and (not best or count["instructions"] < best["instructions"]):
+            best = count
+    return best
+
+
+def screen_one(kernel, label: str, signature: dict, constexprs: dict, config: dict, target: tuple[int, int],
+               sass_dir: Path | None = None) -> Screen:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    options = {k: config[k] for k in ("num_warps", "num_stages") if k in config}
+    consts = {**constexprs, **{k: v for k, v in config.items() if k not in options}}
+    missing = [a for a in kernel.arg_names if a not in signature]
+    if missing:
+        raise SystemExit(f"{label}: the signature lacks {', '.join(missing)}")
+    sig = {a: str(signature[a]).format(**consts) for a in kernel.arg_names}
+    compiled = triton.compile(ASTSource(kernel, sig, {k: v for k, v in consts.items() if sig.get(k) == "constexpr"}),
+                              target=GPUTarget("cuda", target[0], target[1]), options=options)
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(compiled.asm["cubin"])
+    try:
+        usage = subprocess.run([_tool("cuobjdump"), "--dump-resource-usage", f.name],
+                               capture_output=True, text=True, check=True).stdout
+        sass = subprocess.run([_tool("cuobjdump"), "-sass", f.name], capture_output=True, text=True, check=True).stdout
+    finally:
+        os.unlink(f.name)
+    regs = re.search(r"REG:(\d+)", usage)
+    stack = re.search(r"STACK:(\d+)", usage)
+    name = "_".join(f"{k}{v}" for k, v in config.items())
+    if sass_dir is not None:
+        sass_dir.mkdir(parents=True, exist_ok=True)
+        (sass_dir / f"{label}_{name}.sass").write_text(sass)
+        (sass_dir / f"{label}_{name}.ttgir").write_text(compiled.asm["ttgir"])
+    layouts = [re.sub(r"versionMajor = 3, versionMinor = 0, ", "", m.group(1))
+               for m in re.finditer(r"^#mma\d* = #ttg\.nvidia_mma<\{(.*?)\}>", compiled.asm["ttgir"], re.M)]
+    layouts = [re.sub(r"(warpsPerCTA|instrShape) = ", "", x) for x in layouts]
+    return Screen(label=label, config=" ".join(f"{k}={v}" for k, v in config.items()),
+                  regs=int(regs.group(1)) if regs else -1, stack_bytes=int(stack.group(1)) if stack else -1,
+                  shared_bytes=int(compiled.metadata.shared), mma_layouts=layouts,
+                  wgmma_shapes=sorted(set(re.findall(r"wgmma\.mma_async\S*?\.(m64n\d+k\d+)", compiled.asm["ptx"]))),
+                  loop=_loop_stats(sass))
+
+
+def _kernel_file(entry: dict, spec_path: Path, out_dir: Path) -> Path:
+    """The entry's file, or its candidate written from the study's candidates.toml."""
+    if "candidate" not in entry:
+        return ROOT / entry["file"]
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from make_candidates import build
+    edits = spec_path.parent / entry.get("candidates", "candidates.toml")
+    for path in build(edits, out_dir / edits.stem):
+        if path.stem == entry["candidate"]:
+            return path
+    raise SystemExit(f"{edits} has no candidate {entry['candidate']!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("spec", type=Path)
+    parser.add_argument("--sass-dir", type=Path, default=None, help="also write each compilation's SASS and TTGIR here")
+    args = parser.parse_args(argv)
+    spec = tomllib.loads(args.spec.read_text(encoding="utf-8"))
+    target = tuple(spec.get("target", (90, 32)))
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9's default, without its warning
+    print(HEADER)
+    candidates_dir = Path(tempfile.mkdtemp(prefix="aot_screen_"))
+    for entry in spec.get("kernels", []):
+        kernel = _load_kernel(_kernel_file(entry, args.spec, candidates_dir), entry["kernel"])
+        for config in entry["configs"]:
+            result = screen_one(kernel, entry["label"], entry.get("signature", spec.get("signature", {})),
+                                entry.get("constexprs", spec.get("constexprs", {})), config, target, args.sass_dir)
+            print(result.row(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""benchmarks/aot_screen.py: Triton kernels compiled for sm_90 on a machine without a GPU, and what
+the compiler reports of them; every study's screen spec names files and candidates that exist."""
+
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import aot_screen  # noqa: E402
+
+KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def tile_matmul(A, B, C, BLOCK: tl.constexpr):
+    """C[BLOCK, BLOCK] = A[BLOCK, BLOCK] . B[BLOCK, BLOCK] (fp16 in, fp32 out), one tile."""
+    r = tl.arange(0, BLOCK)
+    a = tl.load(A + r[:, None] * BLOCK + r[None, :])
+    b = tl.load(B + r[:, None] * BLOCK + r[None, :])
+    tl.store(C + r[:, None] * BLOCK + r[None, :], tl.dot(a, b))
+'''
+
+
+def _tools_present() -> bool:
+    import triton
+    return (Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump").exists()
+
+
+@pytest.mark.skipif(not _tools_present(), reason="this Triton wheel carries no ptxas/cuobjdump")
+def test_a_dot_kernel_compiles_for_sm90_to_wgmma(tmp_path):
+    path = tmp_path / "k.py"
+    path.write_text(KERNEL)
+    kernel = aot_screen._load_kernel(path, "tile_matmul")
+    sig = {"A": "*fp16", "B": "*fp16", "C": "*fp32", "BLOCK": "constexpr"}
+    got = aot_screen.screen_one(kernel, "toy", sig, {}, {"BLOCK": 64, "num_warps": 4, "num_stages": 1}, (90, 32))
+    assert got.regs > 0 and got.stack_bytes == 0
+    assert got.shared_bytes > 0                       # wgmma reads its operands from shared memory
+    assert got.wgmma_shapes == ["m64n64k16"]
+    assert got.mma_layouts and got.mma_layouts[0].startswith("[4, 1]")
+    assert got.loop == {}                             # one tile: no loop
+    assert "| toy | BLOCK=64 num_warps=4 num_stages=1 |" in got.row()
+
+
+def test_a_missing_kernel_or_parameter_is_named(tmp_path):
+    path = tmp_path / "k.py"
+    path.write_text(KERNEL)
+    with pytest.raises(SystemExit, match="no @triton.jit function named 'nope'"):
+        aot_screen._load_kernel(path, "nope")
+    kernel = aot_screen._load_kernel(path, "tile_matmul")
+    with pytest.raises(SystemExit, match="the signature lacks C, BLOCK"):
+        aot_screen.screen_one(kernel, "toy", {"A": "*fp16", "B": "*fp16"}, {}, {"num_warps": 4}, (90, 32))
+
+
+def test_every_study_screen_names_kernels_that_exist(tmp_path):
+    specs = sorted((ROOT / "benchmarks" / "studies").glob("*/screen.toml"))
+    assert specs
+    for spec in specs:
+        entries = tomllib.loads(spec.read_text())["kernels"]
+        for entry in entries:
+            path = aot_screen._kernel_file(entry, spec, tmp_path / spec.parent.name)
+            assert path.exists()
+            aot_screen._load_kernel(path, entry["kernel"])
