@@ -19,7 +19,10 @@ The spec names kernels and the compilations to make of each:
     constexprs = {BLOCK_H = 64, PS = 64}
     configs = [{BLOCK_N = 32, num_warps = 8, num_stages = 2}, ...]
 
-`signature` and `constexprs` may also stand at the top level, for every kernel that does not give its own.
+The launcher specialises on alignment: `divisible_by_16` lists the parameters a real launch would
+find divisible by 16 (pointers: 16-byte aligned; integers: multiples of 16); by default every
+pointer. An integer argument equal to 1 is a constant to the launcher: give it as "constexpr".
+`signature`, `constexprs` and `divisible_by_16` may also stand at the top level, for every kernel that does not give its own.
 Every parameter of the kernel is in `signature`, constexpr ones as "constexpr"; `{NAME}` in a
 signature type is filled from the config (a descriptor's block shape follows BLOCK_N). A config's
 keys other than num_warps / num_stages are constexprs.
@@ -107,7 +110,7 @@ def _loop_stats(sass: str) -> dict[str, int]:
 
 
 def screen_one(kernel, label: str, signature: dict, constexprs: dict, config: dict, target: tuple[int, int],
-               sass_dir: Path | None = None) -> Screen:
+               sass_dir: Path | None = None, divisible_by_16: list[str] | None = None) -> Screen:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -118,8 +121,14 @@ def screen_one(kernel, label: str, signature: dict, constexprs: dict, config: di
     if missing:
         raise SystemExit(f"{label}: the signature lacks {', '.join(missing)}")
     sig = {a: str(signature[a]).format(**consts) for a in kernel.arg_names}
-    compiled = triton.compile(ASTSource(kernel, sig, {k: v for k, v in consts.items() if sig.get(k) == "constexpr"}),
-                              target=GPUTarget("cuda", target[0], target[1]), options=options)
+    # what the launcher would specialise on: 16-byte alignment (divisibility by 16) of these args
+    aligned = divisible_by_16 if divisible_by_16 is not None else [a for a in sig if sig[a].startswith("*")]
+    unknown = [a for a in aligned if a not in sig]
+    if unknown:
+        raise SystemExit(f"{label}: divisible_by_16 names {', '.join(unknown)}, not parameters of the kernel")
+    attrs = {(kernel.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned}
+    source = ASTSource(kernel, sig, {k: v for k, v in consts.items() if sig.get(k) == "constexpr"}, attrs)
+    compiled = triton.compile(source, target=GPUTarget("cuda", target[0], target[1]), options=options)
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
         f.write(compiled.asm["cubin"])
     try:
@@ -172,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         kernel = _load_kernel(_kernel_file(entry, args.spec, candidates_dir), entry["kernel"])
         for config in entry["configs"]:
             result = screen_one(kernel, entry["label"], entry.get("signature", spec.get("signature", {})),
-                                entry.get("constexprs", spec.get("constexprs", {})), config, target, args.sass_dir)
+                                entry.get("constexprs", spec.get("constexprs", {})), config, target, args.sass_dir,
+                                entry.get("divisible_by_16", spec.get("divisible_by_16")))
             print(result.row(), flush=True)
     return 0
 
