@@ -11,7 +11,10 @@
 #             re-tiled since they last timed out) and the eager figures (gdn_chunk_prefill's and
 #             mamba2's are their chunked stand-ins), then compiled mamba2 and gdn_chunk_prefill
 #             (torch.compile of those stand-ins).
-# PARTS picks parts (default all, in that order); each stops at the call's deadline (SECONDS_BUDGET).
+#   cand.tgz  issues 14-16 (not in the default PARTS): the pending studies' candidates written from
+#             their candidates.toml (MLA h128, W4A16 M <= 16, GDN prefill state walk) and timed by
+#             benchmarks/variants_h200.sh against the shipped experts, TASK_ORDER as listed.
+# PARTS picks parts (default hs conv prof b3, in that order); each stops at the call's deadline (SECONDS_BUDGET).
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite).
 set -uo pipefail
 deadline=$(( $(date +%s) + ${SECONDS_BUDGET:-560} ))
@@ -32,6 +35,11 @@ for part in ${PARTS:-hs conv prof b3}; do
           SOLUTIONS="naive reference" TASK_SECONDS='"$(( b3_seconds * 3 / 10 ))"' BENCH_SECONDS='"$(( b3_seconds - 90 ))"' \
           bash benchmarks/content_b_h200.sh; TIMEOUT=80 TASKS=mamba2_ssd_chunked,gdn_chunk_prefill SOLUTIONS=compiled \
           SKIP_CALIBRATE=1 PASS=2 TASK_SECONDS=42 BENCH_SECONDS=85 bash benchmarks/content_b_h200.sh' ;;
+    cand) for study in 2026-12-04-mla-h128-candidates 2026-12-04-w4a16-candidates 2026-12-04-gdn-prefill-candidates; do
+            python3 benchmarks/make_candidates.py benchmarks/studies/$study/candidates.toml /tmp/cands || exit 1
+          done
+          $P cand env VARIANTS_DIR=/tmp/cands TASK_ORDER="mla_decode w4a16_gemm gdn_chunk_prefill" \
+            WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) bash benchmarks/variants_h200.sh ;;
     *) echo "unknown part $part" ;;
   esac
   echo "$part done, $(left) s left"
