@@ -48,6 +48,8 @@ def _run(bench_content, plans, backend: str, command: str, args: dict, db, force
     from d2k.supervisor import Limits
     from d2k.sweep import run_sweep
 
+    if not timeout > 0:   # also rejects nan
+        raise D2KError(f"--timeout must be a positive number of seconds, not {timeout:g}")
     store = open_store(db)
     progress = RichProgress(command)
     limits = Limits(per_workload_s=timeout, total_s=max(timeout * 4, 3600.0))

@@ -259,6 +259,8 @@ def test_duckdb_never_loads_extensions_on_its_own(tmp_path):
     (("eval",), "error: Missing argument 'task'; see `d2k eval --help`"),
     (("tasks", "--bogus"), "error: No such option: --bogus; see `d2k tasks --help`"),
     (("eval", "rmsnorm", "expert", "--timeout", "abc"), "error: Invalid value for '--timeout'"),
+    (("eval", "rmsnorm", "expert", "--timeout", "-1"), "error: --timeout must be a positive number of seconds, not -1"),
+    (("bench", "--tasks", "rmsnorm", "--timeout", "0"), "error: --timeout must be a positive number of seconds, not 0"),
     (("experiment",), "error: d2k experiment needs a command (run, status); see `d2k experiment --help`"),
     (("judge", "expert", "--task", "rmsnorm", "--judge", "bogus"),
      "error: --judge must be one of static, llm, hybrid (static needs no model; llm and hybrid need D2K_JUDGE_MODEL "
