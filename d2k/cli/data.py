@@ -140,6 +140,10 @@ def demo(
     """Build a demo store offline: a scripted model and judge run a small paired experiment (flagged as a demo)."""
     from d2k.demo import build
 
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise D2KError(f"cannot write the demo to {out}: {exc.strerror or exc}") from None
     progress = RichProgress("demo experiment")
     try:
         made = build(out, db, progress=progress)

@@ -486,3 +486,11 @@ def test_tables_never_cut_ids_at_80_columns(tmp_path, monkeypatch, capsys):
     text = out.file.getvalue()
     assert all(i in text for i in ids) and "candidate_[v2].py" in text and "…" not in text
     assert "[red]not" in text.replace("\n", " ").replace("│", " ")
+
+
+def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path):
+    (tmp_path / "plain").write_text("a file, not a folder")
+    out = d2k("demo", "--out", str(tmp_path / "plain" / "demo"), cwd=tmp_path)
+    assert out.returncode == 2
+    assert one_line_error(out).startswith(f"error: cannot write the demo to {tmp_path / 'plain' / 'demo'}: Not a directory")
+    assert (tmp_path / "plain").read_text() == "a file, not a folder"
