@@ -494,3 +494,22 @@ def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path):
     assert out.returncode == 2
     assert one_line_error(out).startswith(f"error: cannot write the demo to {tmp_path / 'plain' / 'demo'}: Not a directory")
     assert (tmp_path / "plain").read_text() == "a file, not a folder"
+
+
+def test_bench_workloads_on_the_interpreter_come_with_a_note(tmp_path):
+    content = small_content(tmp_path / "content")
+    tiny = {"id": "rmsnorm_tiny_bench", "tag": "bench", "axes": {"T": 4, "H": 64}, "dtypes": {"dtype": "bfloat16"},
+            "params": {"eps": 1e-5}, "seed": 1, "note": "a bench workload small enough for the interpreter"}
+    path = content / "workloads" / "rmsnorm.jsonl"
+    smoke_lines = [line for line in path.read_text().splitlines() if '"tag": "smoke"' in line]
+    path.write_text("\n".join([json.dumps(tiny), *smoke_lines]) + "\n")   # the bench shapes swapped for a tiny one
+    env = {**__import__("os").environ, "D2K_ROOT": str(content)}
+    out = d2k("eval", "rmsnorm", "expert", "--workloads", "bench", "--backend", "interpreter",
+              "--db", str(tmp_path / "s.duckdb"), cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    note = " ".join(out.stderr.split())
+    assert "note: 1 bench workload run(s) under the CPU interpreter" in note
+    assert "--workloads smoke is sized for the interpreter" in note
+    smoke = d2k("eval", "rmsnorm", "expert", "--backend", "interpreter", "--db", str(tmp_path / "s.duckdb"),
+                cwd=tmp_path, env=env)
+    assert smoke.returncode == 0 and "note:" not in smoke.stderr
