@@ -44,6 +44,8 @@ def judge_eval(
         raise D2KError(f"--scope must be item, level, task or all, not {scope!r}")
     if judge_name not in JUDGES:
         raise D2KError(f"--judge must be one of {', '.join(JUDGES)}, not {judge_name!r}")
+    if boot != 0 and boot < 10:
+        raise D2KError(f"--boot must be 0 (no intervals) or at least 10, not {boot}")
     if gold == "implementation":
         return _judge_eval_parts(judge_name, scope, force, model, api_base, concurrency, part, boot, calibrate, db)
 

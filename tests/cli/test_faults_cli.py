@@ -271,6 +271,7 @@ def test_duckdb_never_loads_extensions_on_its_own(tmp_path):
     (("judge", "code", "--bogus"), "error: No such option: --bogus; see `d2k judge code --help`"),
     (("judge", "code", "expert", "--task", "rmsnorm", "--judge", "bogus"), "error: --judge must be one of static, llm, hybrid"),
     (("judge", "eval", "--part", "nope"), "error: --part must be dev, wild_dev, test, wild or all, not 'nope'"),
+    (("judge", "eval", "--boot", "-1"), "error: --boot must be 0 (no intervals) or at least 10, not -1"),
     # the spellings from before `judge` had sub-commands: bare `judge` is `judge code`, `proposal` and
     # `optimize` may follow options, every old option is still accepted, `judge-eval` is `judge eval`
     (("judge", "--task", "rmsnorm"), "error: give either a SOLUTION (with --task) or --all"),
