@@ -14,7 +14,8 @@ The spec names kernels and the compilations to make of each:
     file = "tasks/mla_decode/expert.py"    # relative to the repository root; or, instead,
     # candidate = "transposed_scores"      # a candidate of the candidates.toml beside this spec
     # candidates = "screened_out.toml"     # (optional) another edits file beside the spec
-    kernel = "_mla_decode_split"           # a @triton.jit function of that file (not autotuned)
+    kernel = "_mla_decode_split"           # a @triton.jit function of that file (an autotuned one is
+                                           # unwrapped: the configs below replace its own)
     signature = {QN = "*bf16", H = "i32", desc = "tensordesc<bf16[{BLOCK_N},256]>", ...}
     constexprs = {BLOCK_H = 64, PS = 64}
     configs = [{BLOCK_N = 32, num_warps = 8, num_stages = 2}, ...]
@@ -29,8 +30,9 @@ keys other than num_warps / num_stages are constexprs.
 
 Per compilation it prints: registers per thread, stack (spilled) bytes, shared memory bytes (the
 compiler's figure; sm_90 allows 232448 per block), the MMA layouts (warpsPerCTA, instrShape), the
-wgmma shapes, and for the innermost loop with tensor-core instructions its counts of HGMMA, local
-loads/stores (spills inside the loop), shared loads/stores and MUFU. Compiling needs no GPU: the
+wgmma shapes, and for the innermost loop with tensor-core instructions its counts of HGMMA / HMMA,
+global loads (LDG plain, LDGSTS cp.async, i.e. pipelined, UTMALDG TMA), local loads/stores
+(spills inside the loop), shared loads/stores and MUFU. Compiling needs no GPU: the
 Triton wheel carries ptxas and cuobjdump.
 """
 
@@ -77,8 +79,12 @@ def _load_kernel(file: Path, name: str):
     spec = importlib.util.spec_from_file_location(f"screened_{file.stem}", file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    from triton.runtime.jit import JITFunction
+
     kernel = getattr(module, name, None)
-    if kernel is None or not hasattr(kernel, "arg_names"):
+    while kernel is not None and not isinstance(kernel, JITFunction) and hasattr(kernel, "fn"):
+        kernel = kernel.fn   # an autotuned or heuristics-wrapped kernel: its configs come from the spec
+    if not isinstance(kernel, JITFunction):
         raise SystemExit(f"{file}: no @triton.jit function named {name!r}")
     return kernel
 
@@ -91,6 +97,15 @@ def _tool(name: str) -> str:
     return str(path)
 
 
+# tensor cores (wgmma, mma.sync), global loads (plain, cp.async, TMA), spills, shared memory, SFU
+LOOP_OPCODES = ("HGMMA", "HMMA", "LDG", "LDGSTS", "UTMALDG", "LDL", "STL", "LDS", "LDSM", "STS", "MUFU")
+
+
+def _opcode(text: str) -> str:
+    """The base opcode of one SASS instruction: `@!P0 LDG.E.128 R4, ...` -> LDG."""
+    return re.sub(r"^@!?U?P[T0-9]+\s+", "", text).split(" ", 1)[0].split(".", 1)[0]
+
+
 def _loop_stats(sass: str) -> dict[str, int]:
     """Counts in the innermost backward-branch loop that holds tensor-core instructions (the main
     loop; an enclosing branch back over it and the tail would count the tail's code too)."""
@@ -101,10 +116,9 @@ def _loop_stats(sass: str) -> dict[str, int]:
         if not target or int(target.group(1), 16) >= addr:
             continue
         lo = int(target.group(1), 16)
-        body = [t for a, t in ins if lo <= a <= addr]
-        count = {op: sum(op in t for t in body) for op in ("HGMMA", "LDL", "STL", "LDS", "STS", "MUFU")}
-        count = {"instructions": len(body), **count}
-        if count["HGMMA"] and (not best or count["instructions"] < best["instructions"]):
+        body = [_opcode(t) for a, t in ins if lo <= a <= addr]
+        count = {"instructions": len(body), **{op: body.count(op) for op in LOOP_OPCODES}}
+        if (count["HGMMA"] or count["HMMA"]) and (not best or count["instructions"] < best["instructions"]):
             best = count
     return best
 
