@@ -23,7 +23,8 @@ The spec names kernels and the compilations to make of each:
 The launcher specialises on alignment: `divisible_by_16` lists the parameters a real launch would
 find divisible by 16 (pointers: 16-byte aligned; integers: multiples of 16); by default every
 pointer. An integer argument equal to 1 is a constant to the launcher: give it as "constexpr".
-`signature`, `constexprs` and `divisible_by_16` may also stand at the top level, for every kernel that does not give its own.
+`signature`, `constexprs` and `divisible_by_16` may also stand at the top level, for every kernel
+that does not give its own.
 Every parameter of the kernel is in `signature`, constexpr ones as "constexpr"; `{NAME}` in a
 signature type is filled from the config (a descriptor's block shape follows BLOCK_N). A config's
 keys other than num_warps / num_stages are constexprs.
@@ -32,8 +33,8 @@ Per compilation it prints: registers per thread, stack (spilled) bytes, shared m
 compiler's figure; sm_90 allows 232448 per block), the MMA layouts (warpsPerCTA, instrShape), the
 wgmma shapes, and for the innermost loop with tensor-core instructions its counts of HGMMA / HMMA,
 global loads (LDG plain, LDGSTS cp.async, i.e. pipelined, UTMALDG TMA), local loads/stores
-(spills inside the loop), shared loads/stores and MUFU. Compiling needs no GPU: the
-Triton wheel carries ptxas and cuobjdump.
+(spills inside the loop), shared loads/stores and MUFU. A configuration the compiler rejects is a
+row saying why. Compiling needs no GPU: the Triton wheel carries ptxas and cuobjdump.
 """
 
 from __future__ import annotations
@@ -190,15 +191,23 @@ def main(argv: list[str] | None = None) -> int:
     target = tuple(spec.get("target", (90, 32)))
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9's default, without its warning
     print(HEADER)
-    candidates_dir = Path(tempfile.mkdtemp(prefix="aot_screen_"))
-    for entry in spec.get("kernels", []):
-        kernel = _load_kernel(_kernel_file(entry, args.spec, candidates_dir), entry["kernel"])
-        for config in entry["configs"]:
-            result = screen_one(kernel, entry["label"], entry.get("signature", spec.get("signature", {})),
-                                entry.get("constexprs", spec.get("constexprs", {})), config, target, args.sass_dir,
-                                entry.get("divisible_by_16", spec.get("divisible_by_16")))
-            print(result.row(), flush=True)
-    return 0
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="aot_screen_") as candidates_dir:
+        for entry in spec.get("kernels", []):
+            kernel = _load_kernel(_kernel_file(entry, args.spec, Path(candidates_dir)), entry["kernel"])
+            for config in entry["configs"]:
+                try:
+                    result = screen_one(kernel, entry["label"], entry.get("signature", spec.get("signature", {})),
+                                        entry.get("constexprs", spec.get("constexprs", {})), config, target,
+                                        args.sass_dir, entry.get("divisible_by_16", spec.get("divisible_by_16")))
+                except Exception as exc:   # the compiler's verdict on this config, not the tool's failure
+                    failed += 1
+                    reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+                    print(f"| {entry['label']} | {' '.join(f'{k}={v}' for k, v in config.items())} | "
+                          f"compile failed: {reason} |||||", flush=True)
+                    continue
+                print(result.row(), flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

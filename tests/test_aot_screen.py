@@ -65,3 +65,16 @@ def test_every_study_screen_names_kernels_that_exist(tmp_path):
             path = aot_screen._kernel_file(entry, spec, tmp_path / spec.parent.name)
             assert path.exists()
             aot_screen._load_kernel(path, entry["kernel"])
+
+
+@pytest.mark.skipif(not _tools_present(), reason="this Triton wheel carries no ptxas/cuobjdump")
+def test_a_config_the_compiler_rejects_is_a_row_and_a_failing_exit(tmp_path, capsys):
+    (tmp_path / "k.py").write_text(KERNEL)
+    spec = tmp_path / "screen.toml"
+    spec.write_text(f'[[kernels]]\nlabel = "toy"\nfile = "{tmp_path / "k.py"}"\nkernel = "tile_matmul"\n'
+                    'signature = {A = "*fp16", B = "*fp16", C = "*fp32", BLOCK = "constexpr"}\n'
+                    'configs = [{BLOCK = 48, num_warps = 4}, {BLOCK = 64, num_warps = 4}]\n')
+    assert aot_screen.main([str(spec)]) == 1
+    rows = capsys.readouterr().out.splitlines()[2:]
+    assert rows[0].startswith("| toy | BLOCK=48 num_warps=4 | compile failed: ")
+    assert rows[1].startswith("| toy | BLOCK=64 num_warps=4 | ") and "m64n64k16" in rows[1]
