@@ -31,7 +31,8 @@ keys other than num_warps / num_stages are constexprs.
 
 Per compilation it prints: registers per thread, stack (spilled) bytes, shared memory bytes (the
 compiler's figure; sm_90 allows 232448 per block), the MMA layouts (warpsPerCTA, instrShape), the
-wgmma shapes, and for the innermost loop with tensor-core instructions its counts of HGMMA / HMMA,
+wgmma shapes, and for the innermost loop with tensor-core instructions (else with global loads)
+its counts of HGMMA / HMMA,
 global loads (LDG plain, LDGSTS cp.async, i.e. pipelined, UTMALDG TMA), local loads/stores
 (spills inside the loop), shared loads/stores and MUFU. A configuration the compiler rejects is a
 row saying why. Compiling needs no GPU: the Triton wheel carries ptxas and cuobjdump.
@@ -108,20 +109,23 @@ def _opcode(text: str) -> str:
 
 
 def _loop_stats(sass: str) -> dict[str, int]:
-    """Counts in the innermost backward-branch loop that holds tensor-core instructions (the main
-    loop; an enclosing branch back over it and the tail would count the tail's code too)."""
+    """Counts in the innermost backward-branch loop that holds tensor-core instructions, or, in a
+    kernel without them, global loads (the main loop; an enclosing branch back over it and the
+    tail would count the tail's code too)."""
     ins = [(int(m.group(1), 16), m.group(2)) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
-    best: dict[str, int] = {}
+    loops = []
     for addr, text in ins:
         target = re.search(r"BRA\s+0x([0-9a-f]+)", text)
         if not target or int(target.group(1), 16) >= addr:
             continue
         lo = int(target.group(1), 16)
         body = [_opcode(t) for a, t in ins if lo <= a <= addr]
-        count = {"instructions": len(body), **{op: body.count(op) for op in LOOP_OPCODES}}
-        if (count["HGMMA"] or count["HMMA"]) and (not best or count["instructions"] < best["instructions"]):
-            best = count
-    return best
+        loops.append({"instructions": len(body), **{op: body.count(op) for op in LOOP_OPCODES}})
+    for hot in (("HGMMA", "HMMA"), ("LDG", "LDGSTS", "UTMALDG")):
+        found = [c for c in loops if any(c[op] for op in hot)]
+        if found:
+            return min(found, key=lambda c: c["instructions"])
+    return {}
 
 
 def screen_one(kernel, label: str, signature: dict, constexprs: dict, config: dict, target: tuple[int, int],
