@@ -54,9 +54,9 @@ def _run(bench_content, plans, backend: str, command: str, args: dict, db, force
     if backend == "interpreter" and big:
         # bench shapes are sized for the GPU: the interpreter runs them for minutes to hours each
         common.err_console.print(
-            f"note: {big} bench workload run(s) under the CPU interpreter: they are sized for a GPU and can take "
-            f"minutes to hours each (up to --timeout {timeout:g} s), checked for correctness only; "
-            f"--workloads smoke is sized for the interpreter", highlight=False)
+            f"note: {big} bench workload run(s) under the CPU interpreter: sized for a GPU, each may run until "
+            f"--timeout ({timeout:g} s) and is checked for correctness only; --workloads smoke is sized for the "
+            f"interpreter", highlight=False)
     store = open_store(db)
     progress = RichProgress(command)
     limits = Limits(per_workload_s=timeout, total_s=max(timeout * 4, 3600.0))
