@@ -36,6 +36,11 @@ its counts of HGMMA / HMMA,
 global loads (LDG plain, LDGSTS cp.async, i.e. pipelined, UTMALDG TMA), local loads/stores
 (spills inside the loop), shared loads/stores and MUFU. A configuration the compiler rejects is a
 row saying why. Compiling needs no GPU: the Triton wheel carries ptxas and cuobjdump.
+
+The figures are those of the Triton that runs the screen, printed first. The H200 image runs its
+own Triton (3.6.0 as of 2026-12); `bash benchmarks/triton_venv.sh 3.6.0 /tmp/t36` makes a side
+environment with that version (and this project's torch), so `/tmp/t36/bin/python
+benchmarks/aot_screen.py SPEC` screens with the GPU's compiler.
 """
 
 from __future__ import annotations
@@ -163,7 +168,9 @@ def screen_one(kernel, label: str, signature: dict, constexprs: dict, config: di
         sass_dir.mkdir(parents=True, exist_ok=True)
         (sass_dir / f"{label}_{name}.sass").write_text(sass)
         (sass_dir / f"{label}_{name}.ttgir").write_text(compiled.asm["ttgir"])
-    layouts = [re.sub(r"versionMajor = 3, versionMinor = 0, ", "", m.group(1))
+    # "[warpsPerCTA], [instrShape]" for wgmma (v3); prefixed "v2" for mma.sync
+    layouts = [re.sub(r"versionMajor = (\d+), versionMinor = \d+, ", lambda v: "" if v.group(1) == "3" else f"v{v.group(1)} ",
+                      m.group(1))
                for m in re.finditer(r"^#mma\d* = #ttg\.nvidia_mma<\{(.*?)\}>", compiled.asm["ttgir"], re.M)]
     layouts = [re.sub(r"(warpsPerCTA|instrShape) = ", "", x) for x in layouts]
     return Screen(label=label, config=" ".join(f"{k}={v}" for k, v in config.items()),
@@ -194,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     spec = tomllib.loads(args.spec.read_text(encoding="utf-8"))
     target = tuple(spec.get("target", (90, 32)))
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9's default, without its warning
+    import triton
+    # the figures are this compiler's: screen with the GPU image's Triton (benchmarks/triton_venv.sh)
+    print(f"Triton {triton.__version__}, target sm_{target[0]}\n")
     print(HEADER)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="aot_screen_") as candidates_dir:
