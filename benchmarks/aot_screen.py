@@ -27,7 +27,9 @@ pointer. An integer argument equal to 1 is a constant to the launcher: give it a
 that does not give its own.
 Every parameter of the kernel is in `signature`, constexpr ones as "constexpr"; `{NAME}` in a
 signature type is filled from the config (a descriptor's block shape follows BLOCK_N). A config's
-keys other than num_warps / num_stages are constexprs.
+keys other than num_warps / num_stages are constexprs. A Gluon kernel (@gluon.jit) is screened the
+same way; its descriptors' types name their shared layout, as in
+"tensordesc<bf16[64,256],NVMMASharedLayout(swizzle_byte_width=128, ...)>" (the layout's repr).
 
 Per compilation it prints: registers per thread, stack (spilled) bytes, shared memory bytes (the
 compiler's figure; sm_90 allows 232448 per block), the MMA layouts (warpsPerCTA, instrShape), the
@@ -151,7 +153,12 @@ def screen_one(kernel, label: str, signature: dict, constexprs: dict, config: di
     if unknown:
         raise SystemExit(f"{label}: divisible_by_16 names {', '.join(unknown)}, not parameters of the kernel")
     attrs = {(kernel.arg_names.index(a),): [["tt.divisibility", 16]] for a in aligned}
-    source = ASTSource(kernel, sig, {k: v for k, v in consts.items() if sig.get(k) == "constexpr"}, attrs)
+    try:   # a Gluon kernel (explicit layouts) is lowered from its own AST source
+        from triton.experimental.gluon._runtime import GluonASTSource, GluonJITFunction
+    except ImportError:
+        GluonASTSource = GluonJITFunction = None
+    source_type = GluonASTSource if GluonJITFunction and isinstance(kernel, GluonJITFunction) else ASTSource
+    source = source_type(kernel, sig, {k: v for k, v in consts.items() if sig.get(k) == "constexpr"}, attrs)
     compiled = triton.compile(source, target=GPUTarget("cuda", target[0], target[1]), options=options)
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
         f.write(compiled.asm["cubin"])
