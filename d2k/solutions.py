@@ -36,8 +36,7 @@ def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
     if name == "compiled":
         # torch.compile of the task's eager figure: the reference, or the baseline standing in for a
         # sequential reference (compiling a token-by-token loop would unroll it)
-        stand_in = bench.task(task_id).performance.eager_stand_in
-        path = task_dir / "baselines" / f"{stand_in}.py" if stand_in else task_dir / "reference.py"
+        path = _eager_path(bench, task_id)
         source = path.read_text(encoding="utf-8")
         return Solution(sha256("compiled:" + source), task_id, "compiled", "compiled", path, source)
     if name in ("expert", "naive"):
@@ -63,13 +62,20 @@ def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
     return Solution(sha256(source), task_id, label, kind, path.resolve(), source)
 
 
+def _eager_path(bench: Benchmark, task_id: str) -> Path:
+    """The file of the task's eager figure: its reference, or the baseline it names as the stand-in
+    (performance.eager_stand_in) for a sequential reference."""
+    stand_in = bench.task(task_id).performance.eager_stand_in
+    task_dir = bench.task_dir(task_id)
+    return task_dir / "baselines" / f"{stand_in}.py" if stand_in else task_dir / "reference.py"
+
+
 def eager(bench: Benchmark, task_id: str) -> Solution:
     """The solution whose GPU time is the task's eager figure: the reference, or the baseline the
     task names as its stand-in (performance.eager_stand_in) when its reference is a sequential
     definition that no fair eager implementation would run."""
-    stand_in = bench.task(task_id).performance.eager_stand_in
-    if stand_in:
-        return resolve(bench, task_id, str(bench.task_dir(task_id) / "baselines" / f"{stand_in}.py"))
+    if bench.task(task_id).performance.eager_stand_in:
+        return resolve(bench, task_id, str(_eager_path(bench, task_id)))
     return resolve(bench, task_id, "reference")
 
 
