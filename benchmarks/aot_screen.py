@@ -205,7 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("spec", type=Path)
     parser.add_argument("--sass-dir", type=Path, default=None, help="also write each compilation's SASS and TTGIR here")
     args = parser.parse_args(argv)
-    spec = tomllib.loads(args.spec.read_text(encoding="utf-8"))
+    try:
+        spec = tomllib.loads(args.spec.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SystemExit(f"{args.spec}: {exc}") from None
+    for i, entry in enumerate(spec.get("kernels", [])):
+        missing = [k for k in ("label", "kernel", "configs") if k not in entry]
+        if missing or not ("file" in entry or "candidate" in entry):
+            raise SystemExit(f"{args.spec}: kernels[{i}] needs {', '.join(missing or ['file or candidate'])}")
     target = tuple(spec.get("target", (90, 32)))
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # Triton 3.9's default, without its warning
     import triton

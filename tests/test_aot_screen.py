@@ -83,3 +83,14 @@ def test_a_config_the_compiler_rejects_is_a_row_and_a_failing_exit(tmp_path, cap
     rows = [line for line in out if line.startswith("| toy |")]
     assert rows[0].startswith("| toy | BLOCK=48 num_warps=4 | compile failed: ")
     assert rows[1].startswith("| toy | BLOCK=64 num_warps=4 | ") and "m64n64k16" in rows[1]
+
+
+def test_a_bad_spec_is_one_line(tmp_path):
+    with pytest.raises(SystemExit, match="No such file"):
+        aot_screen.main([str(tmp_path / "missing.toml")])
+    (tmp_path / "broken.toml").write_text("x = [")
+    with pytest.raises(SystemExit, match="broken.toml: "):
+        aot_screen.main([str(tmp_path / "broken.toml")])
+    (tmp_path / "partial.toml").write_text('[[kernels]]\nlabel = "x"\nkernel = "k"\nconfigs = []\n')
+    with pytest.raises(SystemExit, match=r"kernels\[0\] needs file or candidate"):
+        aot_screen.main([str(tmp_path / "partial.toml")])
