@@ -5,10 +5,16 @@ Layers, each applied where the machine allows it and recorded in the run's metad
 - **pid namespace** (``unshare --pid --fork --kill-child``): the candidate is process 1 of its own
   namespace; when it ends, or its parent is killed, the kernel kills every process it started,
   ``setsid`` daemons included.
-- **mount namespace**: the content tree (tasks, rubrics, gold labels, workloads, analysis), the
-  store, the run folder and the home directory are covered by empty read-only tmpfs mounts; the
-  Python installation and d2k are bound read-only; ``/tmp`` is a private tmpfs holding the
-  candidate's own copy of its solution file, its cache directories and its working directory.
+- **mount namespace**: the whole filesystem is read-only for the candidate (every mount, made
+  read-only per mount with ``mount_setattr``, or remounted one by one where that call is missing)
+  except a private ``/tmp`` tmpfs holding the candidate's own copy of its solution file, its cache
+  directories and its working directory, a private ``/dev/shm`` and ``/proc`` (device nodes stay
+  usable: a read-only mount does not apply to special files). On top of that the content tree
+  (tasks, rubrics, gold labels, workloads, analysis), the store, the run folder and the home
+  directory are covered by empty read-only tmpfs mounts; the Python installation and d2k are bound
+  read-only. A candidate that keeps uid 0 (its capabilities dropped) still owns every root-owned
+  file, so only this stops it writing them; where it cannot be applied the init step fails (a
+  ``d2k sandbox:`` line, exit status 125) instead of starting the candidate.
 - **network namespace** (``--net``): no interface but a loopback that is down.
 - **unprivileged user** (when started as root): uid/gid 65534, no supplementary groups,
   ``no_new_privs``.
@@ -25,8 +31,10 @@ namespaces (it mounts, limits, drops the user, then ``exec``s the command). Impo
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -38,6 +46,9 @@ PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE = 1, 38, 4
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET", "NVIDIA_VISIBLE_DEVICES",
             "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH")
 INSIDE = "/tmp/d2k-candidate"   # the candidate's private folder, as it sees it
+SANDBOX_FAILED = 125  # the init step's exit status when the sandbox cannot be built (a "d2k sandbox:" line says why)
+# the only places the candidate can write, inside its mount namespace (and everything under them)
+WRITABLE = ("/tmp", "/dev/shm", "/proc")
 
 # the namespaces every candidate gets (a private /proc too: CUDA does not initialise in a pid
 # namespace that still sees the parent's /proc)
@@ -96,6 +107,7 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
     drop_caps = root_user and shutil.which("setpriv") is not None
     layers = {
         "pid_namespace": namespaces, "mount_namespace": namespaces, "network_namespace": namespaces,
+        "read_only_filesystem": namespaces,
         "unprivileged_user": drop_user, "no_capabilities": drop_caps or drop_user, "resource_limits": True,
         "scrubbed_environment": True, "process_group": True,
     }
@@ -162,7 +174,11 @@ def _init_command(private_dir: Path, hide: list[Path], read_only: list[Path], ba
 
 
 def _cuda_initialises(private_dir: Path, hide: list[Path], read_only: list[Path], namespaces: bool, drop_user: bool) -> bool:
-    """Does the driver initialise (cuInit, a device counted) inside these layers? Cached per process."""
+    """Does the driver initialise (cuInit, a device counted) inside these layers? Cached per process.
+
+    A sandbox that cannot be built at all (the init step's own failure, ``SANDBOX_FAILED``) counts
+    as yes: that is no reason to give a layer up quietly, and every candidate started under it then
+    fails with the init step's ``d2k sandbox:`` line as its reason."""
     key = (namespaces, drop_user)
     if key not in _cuda_allowed:
         prefix = _init_command(private_dir, hide, read_only, "cuda", {}, namespaces, drop_user,
@@ -173,7 +189,7 @@ def _cuda_initialises(private_dir: Path, hide: list[Path], read_only: list[Path]
         env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
         try:
             ok = subprocess.run([*prefix, sys.executable, "-c", _CUDA_CHECK], capture_output=True, timeout=60, env=env,
-                                cwd=str(private_dir)).returncode == 0
+                                cwd=str(private_dir)).returncode in (0, SANDBOX_FAILED)
         except (OSError, subprocess.SubprocessError):
             ok = False
         _cuda_allowed[key] = ok
@@ -197,8 +213,101 @@ def _layers_cuda_allows(private_dir: Path, hide: list[Path], read_only: list[Pat
 
 
 # -- the init step, inside the namespaces -------------------------------------------------------
+class SandboxError(Exception):
+    """The sandbox cannot be built as described: the candidate must not start."""
+
+
 def _mount(*args: str) -> None:
     subprocess.run(["mount", *args], check=True, capture_output=True)
+
+
+AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
+SYS_MOUNT_SETATTR = 442  # the same number on x86_64 and aarch64 (the generic syscall table)
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def _mount_setattr(path: str, attr_set: int = 0, attr_clr: int = 0, recursive: bool = True) -> None:
+    """mount_setattr(2) on the mount at ``path`` (and every mount under it): raises OSError."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = _MountAttr(attr_set, attr_clr, 0, 0)
+    flags = AT_RECURSIVE if recursive else 0
+    result = libc.syscall(ctypes.c_long(SYS_MOUNT_SETATTR), ctypes.c_int(AT_FDCWD), os.fsencode(path),
+                          ctypes.c_uint(flags), ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)))
+    if result != 0:
+        err = ctypes.get_errno() or errno.EINVAL
+        raise OSError(err, os.strerror(err), path)
+
+
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def _mount_points() -> list[tuple[str, list[str]]]:
+    """Every mount point in this namespace with its per-mount options, from /proc/self/mountinfo."""
+    points = []
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            fields = line.split()
+            if len(fields) < 6:
+                continue
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+            points.append((point, fields[5].split(",")))
+    return points
+
+
+def _remount_read_only(skip: tuple[str, ...]) -> None:
+    """The fallback without mount_setattr: remount each mount point read-only, one at a time."""
+    failed = []
+    for point, options in _mount_points():
+        if _under(point, skip) or "ro" in options or not os.path.lexists(point):
+            continue  # a mount point that no longer exists cannot be reached either
+        keep = [o for o in options if o not in ("rw", "ro")]
+        try:
+            _mount("-o", ",".join(["remount", "bind", "ro", *keep]), point)
+        except subprocess.CalledProcessError as exc:
+            failed.append(f"{point} ({exc.stderr.decode(errors='replace').strip() or exc.returncode})")
+    if failed:
+        raise SandboxError("remount failed for " + ", ".join(failed[:3])
+                           + (f" and {len(failed) - 3} more" if len(failed) > 3 else ""))
+
+
+def _read_only_everywhere() -> None:
+    """Every mount read-only except /proc (before /tmp and /dev/shm are replaced: the tmpfs mounts
+    made afterwards are new, hence writable). A capless uid 0 still owns every root-owned file:
+    without this it could write the checkout, earlier runs' results, anything not hidden."""
+    try:
+        _mount_setattr("/", attr_set=MOUNT_ATTR_RDONLY)
+    except OSError as exc:
+        try:
+            _remount_read_only(skip=WRITABLE)
+        except SandboxError as fallback:
+            raise SandboxError(f"cannot make the filesystem read-only (mount_setattr: {exc.strerror}; {fallback})") from None
+    else:
+        try:
+            _mount_setattr("/proc", attr_clr=MOUNT_ATTR_RDONLY)
+        except OSError as exc:
+            raise SandboxError(f"cannot make /proc writable again: {exc.strerror}") from None
+    if not os.statvfs("/").f_flag & os.ST_RDONLY:
+        raise SandboxError("the root filesystem is still writable after it was made read-only")
+
+
+def _writable(target: str) -> None:
+    """Make the bind mount at ``target`` writable (a bind copies its source mount's read-only flag)."""
+    if not os.statvfs(target).f_flag & os.ST_RDONLY:
+        return
+    try:
+        _mount_setattr(target, attr_clr=MOUNT_ATTR_RDONLY, recursive=False)
+    except OSError:
+        try:
+            _mount("-o", "remount,bind,rw", target)
+        except subprocess.CalledProcessError:
+            pass
+    if os.statvfs(target).f_flag & os.ST_RDONLY:
+        raise SandboxError(f"cannot make the candidate's own folder {target} writable")
 
 
 def _inside_mounts(config: dict) -> None:
@@ -212,11 +321,14 @@ def _inside_mounts(config: dict) -> None:
         fd = os.open(source, os.O_RDONLY | os.O_DIRECTORY)
         os.set_inheritable(fd, True)
         fds.append(fd)
+    # everything read-only first: the mounts made below (the private /tmp and /dev/shm) are new and writable
+    _read_only_everywhere()
     _mount("-t", "tmpfs", "-o", "mode=1777,size=8g", "tmpfs", "/tmp")
     for fd, (_, target) in zip(fds, binds):
         os.makedirs(target, exist_ok=True)
         subprocess.run(["mount", "--bind", f"/proc/self/fd/{fd}", target], check=True, capture_output=True, pass_fds=(fd,))
         os.close(fd)
+        _writable(target)
     # read-only binds first: a (non-recursive) bind made later would uncover what hides the content
     for path in config["read_only"]:
         if not os.path.exists(path):
@@ -225,7 +337,7 @@ def _inside_mounts(config: dict) -> None:
             _mount("--bind", path, path)
             _mount("-o", "remount,bind,ro", path)
         except subprocess.CalledProcessError:
-            pass  # a path that cannot be bound stays as it was; hiding still applies
+            pass  # a path that cannot be bound stays as it was (read-only, as everything); hiding still applies
     for path in config["hide"]:
         if not os.path.exists(path):
             continue  # under /tmp, already replaced
@@ -262,7 +374,15 @@ def init(argv: list[str]) -> int:
     config = json.loads(argv[0])
     command = argv[sep + 1:]
     if config["namespaces"]:
-        _inside_mounts(config)
+        try:
+            _inside_mounts(config)
+        except (SandboxError, OSError, subprocess.CalledProcessError) as exc:
+            # one line, the last the candidate's output holds: it becomes the evaluation's reason
+            if isinstance(exc, subprocess.CalledProcessError):
+                detail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()
+                exc = f"{' '.join(map(str, exc.cmd))} failed" + (f": {detail[-1]}" if detail else "")
+            print(f"d2k sandbox: the candidate was not started: {exc}", file=sys.stderr, flush=True)
+            return SANDBOX_FAILED
         os.chdir(config["inside"])
     else:
         os.chdir(config["private_dir"])

@@ -2,17 +2,22 @@
 states the status it must get (``expect:``), a fragment of the reason (``reason:``), text that must
 never come back in the reason or traceback (``forbid:``) and whether it is flagged kernel-less.
 Besides the per-file status, nothing a candidate did may survive the run: no forged row, no daemon,
-no change to the content tree."""
+no change to the content tree, no write anywhere outside its private /tmp (decoy results files are
+planted next to the package and next to the checkout for forge_results.py to find)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import shutil
+import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
+import d2k
 from d2k.content import Benchmark, find_root
 from d2k.supervisor import Limits
 from d2k.solutions import resolve
@@ -25,6 +30,9 @@ pytestmark = pytest.mark.xdist_group("test_corpus_cpu")
 CORPUS = Path(__file__).parent / "cpu"
 FILES = sorted(CORPUS.glob("*.py"))
 SECRET = "sk-d2k-test-leak"
+# the folder the sandbox puts on the candidate's PYTHONPATH (the checkout d2k is imported from)
+PACKAGE_PARENT = Path(d2k.__file__).resolve().parents[1]
+DECOY = b'{"record": "evaluation", "status": "failed", "reason": "decoy planted by test_corpus_cpu"}\n'
 
 
 def expectations(path: Path) -> dict:
@@ -52,9 +60,51 @@ def _processes_with(marker: str) -> list[int]:
     return found
 
 
+def _forgeries(top: Path) -> tuple[dict, set]:
+    """Forged rows per results file under ``top`` (earlier, unprotected runs may hold some) and the
+    forged files there."""
+    rows, files = {}, set()
+    for folder, _, names in os.walk(top):
+        if "results.jsonl" in names:
+            path = Path(folder) / "results.jsonl"
+            try:
+                rows[path] = path.read_bytes().count(b"FORGED-ROW-MARKER")
+            except OSError:
+                pass
+        if "FORGED-FILE-MARKER" in names:
+            files.add(Path(folder) / "FORGED-FILE-MARKER")
+    return rows, files
+
+
+def _plant_decoys() -> list[Path]:
+    """A results file outside /tmp where the candidate can see it: next to d2k's package (inside
+    the checkout, which is bound read-only) and, where this user may create one, next to the
+    checkout (covered by nothing but the read-only filesystem)."""
+    name = f".d2k-decoy-{uuid.uuid4().hex[:12]}"
+    decoys = []
+    for parent in (PACKAGE_PARENT, PACKAGE_PARENT.parent):
+        try:
+            (parent / name).mkdir()
+        except OSError:
+            continue
+        decoys.append(parent / name)
+        (parent / name / "results.jsonl").write_bytes(DECOY)
+    return decoys
+
+
 @pytest.fixture(scope="module")
 def corpus_run(tmp_path_factory):
+    decoys = _plant_decoys()
+    try:
+        yield _corpus_run(tmp_path_factory, decoys)
+    finally:
+        for decoy in decoys:
+            shutil.rmtree(decoy, ignore_errors=True)
+
+
+def _corpus_run(tmp_path_factory, decoys: list[Path]) -> dict:
     tmp = tmp_path_factory.mktemp("corpus")
+    forged_before = _forgeries(PACKAGE_PARENT)
     root = find_root()
     reference = root / "tasks" / "rmsnorm" / "reference.py"
     before = hashlib.sha256(reference.read_bytes()).hexdigest()
@@ -77,8 +127,11 @@ def corpus_run(tmp_path_factory):
                 os.environ[k] = v
     by_path = {Path(p.solution.path).name: p.solution.solution_id for p in plans}
     records = {name: next(r for r in result.records if r["solution_id"] == sid) for name, sid in by_path.items()}
+    decoys_after = {d: (d / "results.jsonl").read_bytes() for d in decoys}
+    dropped = {d: sorted(p.name for p in d.iterdir()) for d in decoys}
     return {"records": records, "reference_before": before, "reference": reference, "rows": rows,
-            "results_path": result.results_path, "solutions": len(plans)}
+            "results_path": result.results_path, "solutions": len(plans), "decoys": decoys_after,
+            "decoy_files": dropped, "forged_before": forged_before, "forged_after": _forgeries(PACKAGE_PARENT)}
 
 
 def test_each_reward_hack_gets_its_status(corpus_run):
@@ -114,3 +167,20 @@ def test_nothing_a_candidate_did_outlives_the_run(corpus_run):
     records = [json.loads(line) for line in Path(corpus_run["results_path"]).read_text().splitlines()]
     assert not [r for r in records if r.get("reason") == "FORGED-ROW-MARKER"]  # (the marker is in a solution's source)
     assert sum(r["record"] == "evaluation" for r in records) == corpus_run["solutions"]
+
+
+def test_no_results_file_outside_the_run_was_touched(corpus_run):
+    """forge_results.py appends to every results.jsonl it finds, on its import path first: a capless
+    uid 0 owns every root-owned file, so only the read-only filesystem stops it (earlier it wrote
+    the tracked analysis data and earlier runs' results)."""
+    assert corpus_run["decoys"], "no decoy could be planted"
+    for decoy, content in corpus_run["decoys"].items():
+        assert content == DECOY, f"{decoy}/results.jsonl was changed"
+        assert corpus_run["decoy_files"][decoy] == ["results.jsonl"], f"{decoy}: a file was created"
+    rows_before, files_before = corpus_run["forged_before"]
+    rows_after, files_after = corpus_run["forged_after"]
+    assert not files_after - files_before, "FORGED-FILE-MARKER created"
+    grown = [str(p) for p, n in rows_after.items() if n > rows_before.get(p, 0)]
+    assert not grown, f"forged rows appended to {grown}"
+    for entry in {PACKAGE_PARENT, *map(Path, filter(None, sys.path))}:  # what the candidate's import path holds
+        assert not (entry / "FORGED-FILE-MARKER").exists(), f"FORGED-FILE-MARKER created in {entry}"

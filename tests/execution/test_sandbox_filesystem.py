@@ -1,0 +1,145 @@
+"""Inside its namespaces the candidate can write only its private places (/tmp with its own folder
+and kernel cache, /dev/shm, /proc): every other mount is read-only, so a candidate that keeps uid 0
+(capabilities dropped, Python unreadable to others) cannot write a root-owned file that is neither
+hidden nor bound read-only. Where the filesystem cannot be made read-only, the candidate is not
+started and the reason says why."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+import d2k
+from d2k.execution import sandbox
+
+PACKAGE_PARENT = Path(d2k.__file__).resolve().parents[1]
+
+needs_namespaces = pytest.mark.skipif(not sandbox.namespaces_available(),
+                                      reason="unshare --mount --net --pid is not permitted here: no mount namespace "
+                                             "to make read-only")
+
+PROBE = r"""
+import json, os, sys
+result = {}
+def attempt(name, path, mode="a"):
+    try:
+        with open(path, mode) as fh:
+            fh.write("written by the sandbox test\n")
+        result[name] = "ok"
+    except OSError as exc:
+        result[name] = exc.errno
+outside = sys.argv[1]
+attempt("outside_existing", os.path.join(outside, "results.jsonl"))
+attempt("outside_new", os.path.join(outside, "new-file"), "w")
+attempt("private", "/tmp/d2k-candidate/written")
+attempt("cache", os.path.join(os.environ["TRITON_CACHE_DIR"], "written"))
+attempt("tmp", "/tmp/elsewhere")
+attempt("shm", "/dev/shm/written")
+attempt("dev_null", "/dev/null")
+result["uid"] = os.getuid()
+print(json.dumps(result))
+"""
+
+
+@pytest.fixture
+def outside():
+    """A folder outside /tmp that the candidate sees and that no hide or read-only bind covers (the
+    plan below is given none): inside the checkout, removed afterwards."""
+    folder = PACKAGE_PARENT / f".d2k-decoy-{uuid.uuid4().hex[:12]}"
+    folder.mkdir()
+    try:
+        (folder / "results.jsonl").write_text("decoy\n")
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@needs_namespaces
+def test_only_the_private_places_are_writable(tmp_path, outside):
+    import errno
+
+    private, cache = tmp_path / "private", tmp_path / "cache"
+    private.mkdir()
+    cache.mkdir()
+    prefix, env, meta = sandbox.plan(private, [], [], "interpreter", {}, cache_dir=cache)
+    assert meta["layers"]["read_only_filesystem"] is True
+    proc = subprocess.run([*prefix, sys.executable, "-c", PROBE, str(outside)], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    refused = (errno.EROFS, errno.EACCES, errno.EPERM)
+    assert result["outside_existing"] in refused and result["outside_new"] in refused, result
+    assert (outside / "results.jsonl").read_text() == "decoy\n" and sorted(p.name for p in outside.iterdir()) == ["results.jsonl"]
+    assert {k: result[k] for k in ("private", "cache", "tmp", "shm", "dev_null")} == dict.fromkeys(
+        ("private", "cache", "tmp", "shm", "dev_null"), "ok"), result
+    # the private folder and the cache are the real ones, bound writable
+    assert (private / "written").exists() and (cache / "written").exists()
+
+
+def _failing_init(tmp_path: Path) -> Path:
+    """An init step whose read-only step cannot work: no mount_setattr, and every remount refused."""
+    script = tmp_path / "failing_init.py"
+    script.write_text(
+        "import errno, subprocess, sys\n"
+        "from d2k.execution import sandbox\n"
+        "def no_syscall(*args, **kwargs):\n"
+        "    raise OSError(errno.ENOSYS, 'Function not implemented')\n"
+        "real = sandbox._mount\n"
+        "def mount(*args):\n"
+        "    if args[:1] == ('-o',) and args[1].startswith('remount,bind,ro,'):\n"
+        "        raise subprocess.CalledProcessError(32, ['mount', *args], b'', b'mount: permission denied')\n"
+        "    real(*args)\n"
+        "sandbox._mount_setattr, sandbox._mount = no_syscall, mount\n"
+        "sys.exit(sandbox.init(sys.argv[1:]))\n")
+    return script
+
+
+def _with_init(prefix: list[str], script: Path) -> list[str]:
+    at = prefix.index("-m")
+    assert prefix[at + 1] == "d2k.execution.sandbox"
+    return [*prefix[:at], str(script), *prefix[at + 2:]]
+
+
+@needs_namespaces
+def test_a_filesystem_that_stays_writable_stops_the_candidate(tmp_path):
+    private = tmp_path / "private"
+    private.mkdir()
+    prefix, env, _ = sandbox.plan(private, [], [], "interpreter", {})
+    ran = tmp_path / "ran"
+    proc = subprocess.run([*_with_init(prefix, _failing_init(tmp_path)), sys.executable, "-c",
+                           f"open({str(ran)!r}, 'w')"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == sandbox.SANDBOX_FAILED
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("d2k sandbox:") and "read-only" in last and "mount_setattr" in last, proc.stderr
+    assert not ran.exists()
+
+
+@needs_namespaces
+def test_the_reason_says_the_sandbox_failed(tmp_path, monkeypatch):
+    """The init step's line reaches the evaluation: the worker's reason for a candidate that died
+    before it loaded the solution ends with the candidate's last output line."""
+    from d2k.execution.worker import CandidateFailed, CandidateProcess
+
+    script = _failing_init(tmp_path)
+    real = sandbox._init_command
+    monkeypatch.setattr(sandbox, "_init_command", lambda *a: _with_init(real(*a), script))
+    solution = tmp_path / "solution.py"
+    solution.write_text("def run(x):\n    return x\n")
+    job = {"solution": {"kind": "solution", "path": str(solution), "solution_id": "f" * 24, "entry_point": "run"},
+           "task": {"reference_path": str(solution)}, "backend": "interpreter",
+           "sandbox": {"enabled": True, "hide": [], "read_only": [], "limits": {}, "arena_bytes": 0}}
+    candidate = CandidateProcess(job, tmp_path / "job", 0)
+    try:
+        with pytest.raises(CandidateFailed) as failed:
+            candidate.request({"op": "load", "path": candidate.solution_path, "entry_point": "run",
+                               "kind": "solution", "backend": "interpreter"})
+    finally:
+        candidate.close()
+    assert failed.value.status == "crashed"
+    assert f"exited with code {sandbox.SANDBOX_FAILED} (d2k sandbox: " in failed.value.reason, failed.value.reason
