@@ -1,4 +1,5 @@
-"""DeepSeek MLA decode (absorbed weights) over a paged latent cache: split-KV Triton kernels.
+"""DeepSeek MLA decode (absorbed weights) over a paged latent cache: split-KV Triton kernels,
+and on sm_90 a Gluon kernel for whole 64-head blocks.
 
 For every sequence b (L_b tokens; token j in page kv_indices[kv_indptr[b] + j // PS], slot
 j % PS) and head h:
@@ -35,6 +36,13 @@ Design:
   rows are gathered with pointer loads.
 - Online softmax in the exp2 domain: sm_scale * log2(e) is folded into one multiplier; P is
   cast to the input dtype for the PV dot; acc stays fp32 and is divided by l once at the end.
+- At H = 128 on sm_90 (bf16, one split, 64-token-aligned pages) a Gluon kernel replaces the
+  Triton one: Triton lays a score dot that feeds the PV dot out with all 8 warps along the 64
+  head rows, so both warpgroups computed the same scores; the Gluon kernel gives each
+  warpgroup its own 32 tokens of a 64-token tile (warps [4, 2]), passes P through shared
+  memory, and double-buffers the TMA tiles behind mbarriers. On the H200 it took the two
+  h = 128 workloads from 0.25 to 0.51-0.55 of the bf16 peak
+  (benchmarks/studies/2026-12-04-mla-h128-candidates).
 """
 
 import math
@@ -215,10 +223,12 @@ def _desc_pre_hook(nargs):
 
 # (BLOCK_N, num_stages, num_warps). Shared memory per program: the Q tile, BLOCK_H x 576 x 2 B
 # (72 KB at 64 heads, 18 KB at 16), plus num_stages x BLOCK_N x 576 x 2 B of latent tiles
-# (36 KB per stage at BLOCK_N = 32); every config stays under ~185 KB. At 64 heads the Q tile
-# is re-read from shared memory by every QK^T wgmma, so a wider BLOCK_N (fewer Q reads per
-# flop) is offered too, unpipelined because two 72 KB stages would not fit next to Q.
-_CFG_64 = [(32, 2, 8), (32, 3, 8), (64, 1, 8)]                       # BLOCK_H = 64: 8 warps
+# (36 KB per stage at BLOCK_N = 32). At 64 heads the Q tile is re-read from shared memory by
+# every QK^T wgmma, so a wider BLOCK_N (fewer Q reads per flop) is offered too, also in two
+# stages: the compiler puts that at 221200 B of shared memory, under sm_90's 232448 per block
+# (benchmarks/aot_screen.py; on the H200 it took h = 128 from 1515 to 995 us before the Gluon
+# path below replaced it there).
+_CFG_64 = [(32, 2, 8), (32, 3, 8), (64, 1, 8), (64, 2, 8)]           # BLOCK_H = 64: 8 warps
 _CFG_16 = [(32, 2, 4), (32, 3, 4), (32, 4, 4), (64, 2, 4), (64, 2, 8)]  # BLOCK_H = 16
 
 
@@ -293,6 +303,9 @@ def run(q_nope, q_pe, ckv_cache, kpe_cache, kv_indptr, kv_indices, kv_last_page_
         desc_kpe = TensorDescriptor(kpe_cache, [NP * PS, DR], [DR, 1], [32, DR])
     else:
         desc_ckv, desc_kpe = ckv_cache, kpe_cache
+    if _gluon_ok(q_nope, H, PS, splits, use_tma):
+        _launch_gluon(q_nope, q_pe, ckv_cache, kpe_cache, kv_indptr, kv_indices, kv_last_page_len, o, lse, sm_scale)
+        return o, lse
     if splits > 1:
         op = torch.empty((B, H, splits, DC), dtype=torch.float32, device=dev)
         lsep = torch.empty((B, H, splits), dtype=torch.float32, device=dev)
@@ -333,3 +346,163 @@ def _combine(op, lsep, o, lse, H, B, splits, pdl):
         except Exception:          # a Triton without PDL launches: plain launch from now on
             _PDL[o.device.index] = False
     _mla_combine[(H, B)](*args, USE_PDL=False, **meta)
+
+
+# --- The 64-head path on sm_90 as an explicit-layout (Gluon) kernel ---------------------------------
+# Triton lays the score dot out with every warp along M (it feeds the PV dot), so with 64 heads and
+# 8 warps both warpgroups computed the same score tile. Gluon states the layouts: the scores use
+# warps [4, 2], each warpgroup computing its own 32 of a 64-token tile, and P goes through shared
+# memory to the PV wgmma, whose two 256-wide accumulators are split the same way.
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as ttgl
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
+    # spelled differently across Triton versions (3.6 on the H200 image; 3.9 renamed both)
+    _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+    _cta_barrier = getattr(ttgl, "barrier", None) or ttgl.thread_barrier
+except (ImportError, AttributeError):   # a Triton without Gluon: the Triton kernels serve every shape
+    gluon = None
+
+if gluon is not None:
+    @gluon.jit
+    def _issue_tile(desc_ckv, desc_kpe, KV_INDICES, page_base, n0, bar, lo, hi, pe, pred,
+                    PS: ttgl.constexpr, BN: ttgl.constexpr):
+        """TMA loads of one BN-token tile (inside one page) into a pipeline stage."""
+        page = ttgl.load(KV_INDICES + page_base + n0 // PS, mask=pred, other=0)
+        row = page * PS + n0 % PS
+        mbarrier.expect(bar, BN * (512 + 64) * 2, pred=pred)
+        _tma_load(desc_ckv, [row, 0], bar, lo, pred=pred)
+        _tma_load(desc_ckv, [row, 256], bar, hi, pred=pred)
+        _tma_load(desc_kpe, [row, 0], bar, pe, pred=pred)
+
+    @gluon.jit
+    def _mla_h64_wgmma(QN, QP, KV_INDPTR, KV_INDICES, KV_LAST, O, LSE, desc_ckv, desc_kpe, qk_scale, H,
+                       PS: ttgl.constexpr, STAGES: ttgl.constexpr):
+        """o and lse of 64 heads of one sequence over its whole cache (the one-split case)."""
+        BH: ttgl.constexpr = 64
+        BN: ttgl.constexpr = 64
+        HALF: ttgl.constexpr = 256
+        DR: ttgl.constexpr = 64
+        S_L: ttgl.constexpr = ttgl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
+                                                          instr_shape=[16, 32, 16])
+        O_L: ttgl.constexpr = ttgl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 2],
+                                                          instr_shape=[16, 128, 16])
+        LD: ttgl.constexpr = ttgl.BlockedLayout(size_per_thread=[1, 8], threads_per_warp=[4, 8],
+                                                warps_per_cta=[8, 1], order=[1, 0])
+        SMEM: ttgl.constexpr = ttgl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+
+        hb = ttgl.program_id(0)
+        b = ttgl.program_id(1)
+        page_base = ttgl.load(KV_INDPTR + b)
+        n_pages = ttgl.load(KV_INDPTR + b + 1) - page_base
+        end = ttgl.where(n_pages > 0, (n_pages - 1) * PS + ttgl.load(KV_LAST + b), 0)
+        n_tiles = ttgl.cdiv(end, BN)
+
+        # the 64 x 576 query tile, resident in shared memory for the whole walk
+        rows = hb * BH + ttgl.arange(0, BH, layout=ttgl.SliceLayout(1, LD))
+        q_row = (b * H + rows).to(ttgl.int64)
+        cols = ttgl.arange(0, HALF, layout=ttgl.SliceLayout(0, LD))
+        cols_r = ttgl.arange(0, DR, layout=ttgl.SliceLayout(0, LD))
+        qn = QN + q_row[:, None] * (2 * HALF) + cols[None, :]
+        q_lo = ttgl.allocate_shared_memory(ttgl.bfloat16, [BH, HALF], SMEM, ttgl.load(qn))
+        q_hi = ttgl.allocate_shared_memory(ttgl.bfloat16, [BH, HALF], SMEM, ttgl.load(qn + HALF))
+        q_pe = ttgl.allocate_shared_memory(ttgl.bfloat16, [BH, DR], SMEM,
+                                           ttgl.load(QP + q_row[:, None] * DR + cols_r[None, :]))
+        k_lo = ttgl.allocate_shared_memory(ttgl.bfloat16, [STAGES, BN, HALF], SMEM)
+        k_hi = ttgl.allocate_shared_memory(ttgl.bfloat16, [STAGES, BN, HALF], SMEM)
+        k_pe = ttgl.allocate_shared_memory(ttgl.bfloat16, [STAGES, BN, DR], SMEM)
+        p_smem = ttgl.allocate_shared_memory(ttgl.bfloat16, [BH, BN], SMEM)
+        bars = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in ttgl.static_range(STAGES):
+            mbarrier.init(bars.index(i), count=1)
+        # the Q tile (written by every warp) and the barriers are visible to the async proxy and to
+        # both warpgroups before any TMA or wgmma touches them
+        fence_async_shared()
+        _cta_barrier()
+        for i in ttgl.static_range(STAGES):
+            _issue_tile(desc_ckv, desc_kpe, KV_INDICES, page_base, i * BN, bars.index(i),
+                        k_lo.index(i), k_hi.index(i), k_pe.index(i), i < n_tiles, PS, BN)
+
+        m_i = ttgl.full([BH], float("-inf"), ttgl.float32, ttgl.SliceLayout(1, S_L))
+        l_i = ttgl.zeros([BH], ttgl.float32, ttgl.SliceLayout(1, S_L))
+        acc_lo = warpgroup_mma_init(ttgl.zeros([BH, HALF], ttgl.float32, O_L))
+        acc_hi = warpgroup_mma_init(ttgl.zeros([BH, HALF], ttgl.float32, O_L))
+        offs_n = ttgl.arange(0, BN, layout=ttgl.SliceLayout(0, S_L))
+        for t in range(0, n_tiles):
+            s = t % STAGES
+            n0 = t * BN
+            mbarrier.wait(bars.index(s), (t // STAGES) & 1)
+            klo = k_lo.index(s)
+            khi = k_hi.index(s)
+            kpe = k_pe.index(s)
+            if n0 + BN > end:
+                # the sequence's last, partial tile: the page's slots past the end hold other data,
+                # so zero those value rows (their scores are masked below)
+                tok = n0 + ttgl.arange(0, BN, layout=ttgl.SliceLayout(1, LD))
+                keep = (tok < end)[:, None]
+                klo.store(ttgl.where(keep, klo.load(LD), 0.0))
+                khi.store(ttgl.where(keep, khi.load(LD), 0.0))
+                fence_async_shared()
+                _cta_barrier()
+            sacc = ttgl.zeros([BH, BN], ttgl.float32, S_L)
+            sacc = warpgroup_mma(q_lo, klo.permute((1, 0)), sacc, is_async=True)
+            sacc = warpgroup_mma(q_hi, khi.permute((1, 0)), sacc, is_async=True)
+            sacc = warpgroup_mma(q_pe, kpe.permute((1, 0)), sacc, is_async=True)
+            # waits for this tile's scores and the previous tile's PV (all of this warpgroup's MMAs)
+            qk, acc_lo_t, acc_hi_t = warpgroup_mma_wait(num_outstanding=0, deps=(sacc, acc_lo, acc_hi))
+            # both warpgroups are past the previous tile's PV: its stage and P buffer are free
+            _cta_barrier()
+            if t >= 1:
+                nxt = t - 1 + STAGES
+                ps = nxt % STAGES
+                _issue_tile(desc_ckv, desc_kpe, KV_INDICES, page_base, nxt * BN, bars.index(ps),
+                            k_lo.index(ps), k_hi.index(ps), k_pe.index(ps), nxt < n_tiles, PS, BN)
+            ok = (n0 + offs_n) < end
+            qk = ttgl.where(ok[None, :], qk * qk_scale, float("-inf"))
+            m_new = ttgl.maximum(m_i, ttgl.max(qk, axis=1))
+            p = ttgl.exp2(qk - m_new[:, None])
+            alpha = ttgl.exp2(m_i - m_new)
+            l_i = l_i * alpha + ttgl.sum(p, axis=1)
+            m_i = m_new
+            p_smem.store(p.to(ttgl.bfloat16))
+            fence_async_shared()
+            _cta_barrier()        # both halves of P are written before either warpgroup reads it
+            alpha_o = ttgl.convert_layout(alpha, ttgl.SliceLayout(1, O_L))
+            acc_lo = warpgroup_mma(p_smem, klo, acc_lo_t * alpha_o[:, None], is_async=True)
+            acc_hi = warpgroup_mma(p_smem, khi, acc_hi_t * alpha_o[:, None], is_async=True)
+        acc_lo_f, acc_hi_f = warpgroup_mma_wait(num_outstanding=0, deps=(acc_lo, acc_hi))
+        for i in ttgl.static_range(STAGES):
+            mbarrier.invalidate(bars.index(i))
+
+        empty = l_i == 0.0
+        inv_l = ttgl.convert_layout(1.0 / ttgl.where(empty, 1.0, l_i), ttgl.SliceLayout(1, O_L))
+        lse2 = ttgl.where(empty, float("-inf"), m_i + ttgl.log2(ttgl.where(empty, 1.0, l_i)))
+        rows_o = hb * BH + ttgl.arange(0, BH, layout=ttgl.SliceLayout(1, O_L))
+        cols_o = ttgl.arange(0, HALF, layout=ttgl.SliceLayout(0, O_L))
+        row_s = (b * H + hb * BH + ttgl.arange(0, BH, layout=ttgl.SliceLayout(1, S_L))).to(ttgl.int64)
+        q_row_o = (b * H + rows_o).to(ttgl.int64)
+        o_ptr = O + q_row_o[:, None] * (2 * HALF) + cols_o[None, :]
+        ttgl.store(o_ptr, (acc_lo_f * inv_l[:, None]).to(ttgl.bfloat16))
+        ttgl.store(o_ptr + HALF, (acc_hi_f * inv_l[:, None]).to(ttgl.bfloat16))
+        ttgl.store(LSE + row_s, lse2 * 0.6931471805599453)
+
+    _GLUON_SMEM = ttgl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+
+
+def _gluon_ok(q_nope, H, PS, splits, use_tma):
+    """The Gluon kernel serves sm_90 bf16 launches of whole 64-head blocks over 64-token TMA tiles
+    with one split; every other launch takes the Triton kernels."""
+    return (gluon is not None and use_tma and splits == 1 and H % 64 == 0 and PS % 64 == 0
+            and q_nope.dtype == torch.bfloat16 and torch.cuda.get_device_capability(q_nope.device) == (9, 0))
+
+
+def _launch_gluon(q_nope, q_pe, ckv_cache, kpe_cache, kv_indptr, kv_indices, kv_last_page_len, o, lse, sm_scale):
+    B, H, _ = q_nope.shape
+    NP, PS, _ = ckv_cache.shape
+    ckv = GluonTensorDescriptor(ckv_cache.view(NP * PS, DC), [NP * PS, DC], [DC, 1], [64, 256], _GLUON_SMEM)
+    kpe = GluonTensorDescriptor(kpe_cache.view(NP * PS, DR), [NP * PS, DR], [DR, 1], [64, DR], _GLUON_SMEM)
+    # shared memory: Q 72 KB + two stages of 72 KB + P 8 KB = 230 KB of sm_90's 227 KiB per block
+    _mla_h64_wgmma[(H // 64, B)](q_nope, q_pe, kv_indptr, kv_indices, kv_last_page_len, o, lse, ckv, kpe,
+                                 float(sm_scale) * LOG2E, H, PS=PS, STAGES=2, num_warps=8)

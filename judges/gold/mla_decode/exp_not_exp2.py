@@ -1,7 +1,7 @@
 """DeepSeek MLA decode (absorbed weights) over a paged latent cache: split-KV Triton kernels,
 with exp2 ablated.
 
-Gold-set ablation `exp_not_exp2`: identical to tasks/mla_decode/expert.py except that
+Gold-set ablation `exp_not_exp2`: identical to tasks/mla_decode/expert.py as of bc05a22 (before its Gluon path) except that
 the softmax uses natural exp and log: the scores are scaled by sm_scale alone (no log2(e)
 factor folded in), P and the rescale factor use tl.exp, the partial and final LSEs are natural
 logs and the combine kernel weights the partials with tl.exp.

@@ -1,7 +1,7 @@
 """DeepSeek MLA decode (absorbed weights) over a paged latent cache: split-KV Triton kernels,
 with the KV split ablated.
 
-Gold-set ablation `no_split_kv`: identical to tasks/mla_decode/expert.py except that
+Gold-set ablation `no_split_kv`: identical to tasks/mla_decode/expert.py as of bc05a22 (before its Gluon path) except that
 every sequence's whole KV range is handled by one program per head block: there is no split
 axis in the grid, no split-count heuristic, no partial buffers and no combine kernel (and so no
 PDL); the main kernel always writes o and lse directly.

@@ -1,7 +1,7 @@
 """DeepSeek MLA decode (absorbed weights) over a paged latent cache: split-KV Triton kernels,
 with TMA ablated.
 
-Gold-set ablation `no_tma`: identical to tasks/mla_decode/expert.py except that
+Gold-set ablation `no_tma`: identical to tasks/mla_decode/expert.py as of bc05a22 (before its Gluon path) except that
 the latent and rope tiles always come through pointer loads (the page-table gather path),
 also on sm_90 with 64-token pages: no tensor descriptors. The evict-first hint and PDL stay.
 

@@ -1,7 +1,7 @@
 """DeepSeek MLA decode (absorbed weights) over a paged latent cache: split-KV Triton kernels,
 with the single latent load ablated.
 
-Gold-set ablation `reload_v`: identical to tasks/mla_decode/expert.py except that
+Gold-set ablation `reload_v`: identical to tasks/mla_decode/expert.py as of bc05a22 (before its Gluon path) except that
 the value tiles are loaded a second time for the P.V product: the cache is passed again as a
 separate value pointer (and a second TMA descriptor), so every latent tile is read once as the
 key for QK^T and once more as the value (the second read hits L2).

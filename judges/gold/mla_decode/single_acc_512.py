@@ -1,7 +1,7 @@
 """DeepSeek MLA decode (absorbed weights) over a paged latent cache: split-KV Triton kernels,
 with the split output accumulator ablated.
 
-Gold-set ablation `single_acc_512`: identical to tasks/mla_decode/expert.py except that
+Gold-set ablation `single_acc_512`: identical to tasks/mla_decode/expert.py as of bc05a22 (before its Gluon path) except that
 the latent is handled whole: each tile is one [BLOCK_N, 512] load, the latent query is one
 [BLOCK_H, 512] tile, the scores take one latent dot plus the rope dot, and the output is a
 single [BLOCK_H, 512] fp32 accumulator updated by one P.V dot.
