@@ -21,8 +21,10 @@ save_results() {
 }
 deadline=$(( $(date +%s) + ${SWEEP_SECONDS:-480} ))
 for task in $TASK_ORDER; do
-  args=(); for f in "$VARIANTS_DIR/$task"/*.py; do args+=(--solution "$f"); done
-  [[ "${CONTROL:-1}" = 1 ]] && args+=(--solution expert)   # the shipped expert, timed in the same call
+  # the shipped expert first, timed in the same call: a call cut short still has its control
+  # (2026-12-04: a GDN pass ran out of time before a control placed last)
+  args=(); [[ "${CONTROL:-1}" = 1 ]] && args+=(--solution expert)
+  for f in "$VARIANTS_DIR/$task"/*.py; do args+=(--solution "$f"); done
   left=$(( deadline - $(date +%s) ))
   (( left > 15 )) || { echo "out of time before $task" | tee -a "$OUT/sweep.log"; break; }
   start=$(date +%s)
