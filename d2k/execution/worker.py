@@ -262,6 +262,30 @@ class CandidateProcess:
         shutil.rmtree(self.private, ignore_errors=True)
 
 
+def discarded_calls(timing: dict, settings: dict) -> int:
+    """The timed calls the candidate's timing says it announced and then left out of samples_ms.
+
+    Discarding is the profiler check's alone: one profiled run (at most ``span_max_reps`` calls, in
+    span mode) whose median exceeded the slowest unprofiled probe by the slack
+    (``timing.profiler_slowed``), then timed again without the profiler. A count without that
+    would let a candidate drop the calls it likes least and keep the rest, so it fails the check."""
+    try:
+        discarded = max(0, int(timing.get("discarded_calls", 0) or 0))
+    except (TypeError, ValueError):
+        raise CheckFailed("the timing reported a malformed discarded_calls: the timing loop was replaced") from None
+    if not discarded:
+        return 0
+    slowed = timing.get("profiler_slowed")
+    max_reps = int(settings.get("span_max_reps", 300))
+    slack = float(settings.get("profiler_slack", 1.25))
+    if not settings.get("device_span") or isinstance(slowed, bool) or not isinstance(slowed, (int, float)) \
+            or slowed < slack or discarded > max_reps:
+        raise CheckFailed(f"the timing discarded {discarded} calls without the profiler check that allows it "
+                          f"(span mode, profiler_slowed >= {slack}, at most {max_reps} calls): the timing loop was "
+                          "replaced")
+    return discarded
+
+
 class Checker:
     """Correctness and timing of the candidate against the task's reference, on the trusted side."""
 
@@ -457,10 +481,7 @@ class Checker:
         reps = len(timing.get("samples_ms") or [])
         # calls timed under the profiler and then re-timed without it (timing.profiler_slowed) were
         # announced too; their times are not in samples_ms
-        try:
-            discarded = max(0, int(timing.get("discarded_calls", 0) or 0))
-        except (TypeError, ValueError):
-            raise CheckFailed("the timing reported a malformed discarded_calls: the timing loop was replaced") from None
+        discarded = discarded_calls(timing, settings)
         if reps == 0 or seen != reps + discarded:
             # every timed call must be announced as it is issued (that is when the checked ones are chosen)
             raise CheckFailed(f"the timing reported {reps + discarded} calls but announced {seen}: the timing loop was "
