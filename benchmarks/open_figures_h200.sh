@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The figures the open issues still lack, in one device call of about 560 s; each part returns one
 # file (benchmarks/packed.sh), so a part cut short loses only itself:
-#   mla.tgz   issue 14: the Gluon path on ragged h = 128 sequences with partial last tiles
+#   b1.tgz    issue 14: the Gluon path on ragged h = 128 sequences with partial last tiles
 #             (tests/execution/test_mla_gluon_gpu.py; the bench workloads hold whole pages only),
-#             then the adopted mla_decode expert and its eager reference through `d2k bench`
-#             (its figures so far are the candidate file's, same kernels);
+#             then through `d2k bench` the adopted mla_decode expert (its figures so far are the
+#             candidate file's, same kernels) and compiled MLA, then splitkv_decode_long_context's
+#             missing eager, naive and compiled cells;
 #   b3.tgz    issue 16: the cells still empty: gdn_chunk_prefill's naive (re-tiled) and compiled,
 #             then gdn_decode's and mamba2's eager figures on the workloads not reached
 #             (gdn_decode b512, mamba2 b16_l1024: the whole task is re-run, it is short);
@@ -13,19 +14,22 @@
 #             first as the control, TASK_ORDER as listed.
 # Done on 2026-12-04 (session 14) and dropped from here: the host-sync check (hs), the shipped
 # causal_conv1d through d2k bench (conv), the Nsight Compute profiles (prof), the MLA candidates.
-# PARTS picks parts (default mla b3 cand, in that order); each stops at the call's deadline (SECONDS_BUDGET).
+# PARTS picks parts (default b1 b3 cand, in that order); each stops at the call's deadline (SECONDS_BUDGET).
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite).
 set -uo pipefail
 deadline=$(( $(date +%s) + ${SECONDS_BUDGET:-560} ))
 left() { echo $(( deadline - $(date +%s) )); }
 P="bash benchmarks/packed.sh"
-for part in ${PARTS:-mla b3 cand}; do
+for part in ${PARTS:-b1 b3 cand}; do
   (( $(left) > 30 )) || { echo "no time left for $part"; continue; }
   case $part in
-    mla) $P mla bash -c 'source benchmarks/gpu_env.sh; python3 -m pip install -q --no-index --find-links .whl pytest
+    b1) b1_seconds=$(( $(left) < 330 ? $(left) - 10 : 320 ))
+        $P b1 bash -c 'source benchmarks/gpu_env.sh; python3 -m pip install -q --no-index --find-links .whl pytest
           timeout 120 python3 -m pytest -q -m gpu tests/execution/test_mla_gluon_gpu.py > "$OUT/gluon_tail_test.txt" 2>&1
-          D2K_DB=/tmp/mla.duckdb TASKS=mla_decode SOLUTIONS="expert reference" TIMEOUT=90 \
-          BENCH_SECONDS='"$(( $(left) < 270 ? $(left) - 120 : 150 ))"' bash benchmarks/content_b_h200.sh' ;;
+          export D2K_DB=/tmp/b1.duckdb; TIMEOUT=90 TASKS=mla_decode SOLUTIONS="expert compiled" \
+          BENCH_SECONDS='"$(( (b1_seconds - 120) / 2 ))"' bash benchmarks/content_b_h200.sh
+          TIMEOUT=90 TASKS=splitkv_decode_long_context SOLUTIONS="reference naive compiled" SKIP_CALIBRATE=1 PASS=2 \
+          BENCH_SECONDS='"$(( (b1_seconds - 120) / 2 ))"' bash benchmarks/content_b_h200.sh' ;;
     b3) b3_seconds=$(( $(left) < 300 ? $(left) - 10 : 290 ))
         $P b3 bash -c 'export D2K_DB=/tmp/b3.duckdb; TIMEOUT=90 TASKS=gdn_chunk_prefill SOLUTIONS="naive compiled" \
           BENCH_SECONDS='"$(( b3_seconds / 2 ))"' bash benchmarks/content_b_h200.sh; TIMEOUT=60 TASKS=gdn_decode,mamba2_ssd_chunked \
