@@ -1,0 +1,45 @@
+"""Loop census of SASS files written by `benchmarks/aot_screen.py --sass-dir DIR`: per file, the
+instruction count and a few opcode counts, then every backward-branch loop with its size and its
+barriers, shuffles, shared and local (spill) accesses. aot_screen's "hottest loop" column only
+reports loops that hold tensor-core instructions or global loads; the WY kernel's triangular-solve
+loops hold neither, so this lists them. Static counts: a loop body runs once per trip (15 trips for
+the 16-row forward substitution).
+
+    python3 benchmarks/studies/2026-12-04-gdn-prefill-candidates/sass_loops.py DIR/*.sass
+"""
+
+import re
+import sys
+
+OPS = ("BAR", "SHFL", "LDS", "STS", "LDL", "STL", "HMMA", "HGMMA", "FFMA", "LDG", "STG")
+
+
+def _opcode(text: str) -> str:
+    return re.sub(r"^@!?U?P[T0-9]+\s+", "", text).split(" ", 1)[0].split(".", 1)[0]
+
+
+def census(sass: str) -> tuple[dict[str, int], list[dict[str, int]]]:
+    ins = [(int(m.group(1), 16), m.group(2)) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+    ops = [_opcode(t) for _, t in ins]
+    total = {"instructions": len(ins), **{o: ops.count(o) for o in OPS}}
+    loops = []
+    for addr, text in ins:
+        target = re.search(r"BRA\s+0x([0-9a-f]+)", text)
+        if target and int(target.group(1), 16) < addr:
+            body = [_opcode(t) for a, t in ins if int(target.group(1), 16) <= a <= addr]
+            loops.append({"instructions": len(body), **{o: body.count(o) for o in OPS if body.count(o)}})
+    return total, loops
+
+
+def main(paths: list[str]) -> int:
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            total, loops = census(f.read())
+        print(path.rsplit("/", 1)[-1] + ": " + ", ".join(f"{k} {v}" for k, v in total.items()))
+        for loop in loops:
+            print("    loop: " + ", ".join(f"{k} {v}" for k, v in loop.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
