@@ -9,18 +9,21 @@
 #   b3.tgz    issue 16: the cells still empty: gdn_chunk_prefill's naive (re-tiled) and compiled,
 #             then gdn_decode's and mamba2's eager figures on the workloads not reached
 #             (gdn_decode b512, mamba2 b16_l1024: the whole task is re-run, it is short);
-#   cand.tgz  issues 15-16: the W4A16 (M <= 16) and GDN prefill studies' candidates written from
-#             their candidates.toml and timed by benchmarks/variants_h200.sh, the shipped expert
-#             first as the control, TASK_ORDER as listed.
+#   gdn.tgz   issue 16 (not in the default PARTS): GDN prefill's WY-kernel candidates wy_split and
+#             wy_diag_solve (benchmarks/studies/2026-12-04-gdn-prefill-candidates) against the shipped
+#             expert, timed first as the control (benchmarks/variants_h200.sh);
+#   w4.tgz    issue 15 (not in the default PARTS): the W4A16 study's candidates, the same way.
+# Three calls: `bash benchmarks/open_figures_h200.sh`, then `PARTS=gdn ...`, then `PARTS=w4 ...` (each
+# part of the last two fills its call).
 # Done on 2026-12-04 (session 14) and dropped from here: the host-sync check (hs), the shipped
 # causal_conv1d through d2k bench (conv), the Nsight Compute profiles (prof), the MLA candidates.
-# PARTS picks parts (default b1 b3 cand, in that order); each stops at the call's deadline (SECONDS_BUDGET).
+# PARTS picks parts (default b1 b3, in that order); each stops at the call's deadline (SECONDS_BUDGET).
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite).
 set -uo pipefail
 deadline=$(( $(date +%s) + ${SECONDS_BUDGET:-560} ))
 left() { echo $(( deadline - $(date +%s) )); }
 P="bash benchmarks/packed.sh"
-for part in ${PARTS:-b1 b3 cand}; do
+for part in ${PARTS:-b1 b3}; do
   (( $(left) > 30 )) || { echo "no time left for $part"; continue; }
   case $part in
     b1) b1_seconds=$(( $(left) < 330 ? $(left) - 10 : 320 ))
@@ -35,11 +38,12 @@ for part in ${PARTS:-b1 b3 cand}; do
           BENCH_SECONDS='"$(( b3_seconds / 2 ))"' bash benchmarks/content_b_h200.sh; TIMEOUT=60 TASKS=gdn_decode,mamba2_ssd_chunked \
           SOLUTIONS=reference SKIP_CALIBRATE=1 PASS=2 TASK_SECONDS='"$(( b3_seconds / 4 ))"' BENCH_SECONDS='"$(( b3_seconds / 2 ))"' \
           bash benchmarks/content_b_h200.sh' ;;
-    cand) for study in 2026-12-04-w4a16-candidates 2026-12-04-gdn-prefill-candidates; do
-            python3 benchmarks/make_candidates.py benchmarks/studies/$study/candidates.toml /tmp/cands || exit 1
-          done
-          $P cand env VARIANTS_DIR=/tmp/cands TASK_ORDER="gdn_chunk_prefill w4a16_gemm" \
-            WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) bash benchmarks/variants_h200.sh ;;
+    gdn) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-gdn-prefill-candidates/candidates.toml /tmp/gdn_c || exit 1
+         # the WY candidates the profile points at; the state-walk ones and the spill-only ablation wait
+         rm -f /tmp/gdn_c/gdn_chunk_prefill/{wide_state_configs,state_tuned_per_length,wy_warps8}.py
+         $P gdn env VARIANTS_DIR=/tmp/gdn_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) bash benchmarks/variants_h200.sh ;;
+    w4) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-w4a16-candidates/candidates.toml /tmp/w4_c || exit 1
+        $P w4 env VARIANTS_DIR=/tmp/w4_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) bash benchmarks/variants_h200.sh ;;
     *) echo "unknown part $part" ;;
   esac
   echo "$part done, $(left) s left"
