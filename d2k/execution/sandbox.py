@@ -142,6 +142,8 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
         # Kineto leaves CUPTI attached after a profiler session unless told to finalize it, and the
         # host then issues every later launch more slowly (the stream probe runs before timing)
         env["TEARDOWN_CUPTI"] = "1"
+    # the Python that runs the candidate stays reachable (and read-only) whatever the caller listed
+    read_only = list(dict.fromkeys([*read_only, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]))
     prefix = _init_command(private_dir, hide, read_only, backend, limits, namespaces, drop_user, drop_caps, cache_dir)
     if cache_dir is not None and not namespaces:
         env["TRITON_CACHE_DIR"] = str(cache_dir)
@@ -310,25 +312,52 @@ def _writable(target: str) -> None:
         raise SandboxError(f"cannot make the candidate's own folder {target} writable")
 
 
+def _read_only(target: str) -> None:
+    """Make the bind mount at ``target`` read-only (the candidate's view of something it must not write)."""
+    try:
+        _mount_setattr(target, attr_set=MOUNT_ATTR_RDONLY, recursive=False)
+    except OSError:
+        try:
+            _mount("-o", "remount,bind,ro", target)
+        except subprocess.CalledProcessError:
+            pass
+    if not os.statvfs(target).f_flag & os.ST_RDONLY:
+        raise SandboxError(f"cannot make {target} read-only")
+
+
 def _inside_mounts(config: dict) -> None:
     inside = config["inside"]
     # the private folder may itself lie under /tmp: hold it open while /tmp is replaced
     binds = [(config["private_dir"], inside)]
     if config.get("cache_dir"):
         binds.append((config["cache_dir"], f"{inside}/triton-cache"))
+    # a checkout or Python under /tmp (a clone made there, say) would vanish with it: carried over
+    # to the same path in the new /tmp, read-only (bound from a mount already made read-only)
+    carried = [path for path in dict.fromkeys(os.path.realpath(p) for p in config["read_only"])
+               if _under(path, ("/tmp",)) and os.path.isdir(path)]
+    # one under another comes along with it
+    carried = [path for path in carried if not any(_under(path, (other,)) for other in carried if other != path)]
     fds = []
-    for source, _ in binds:
+    for source in [source for source, _ in binds] + carried:
         fd = os.open(source, os.O_RDONLY | os.O_DIRECTORY)
         os.set_inheritable(fd, True)
         fds.append(fd)
     # everything read-only first: the mounts made below (the private /tmp and /dev/shm) are new and writable
     _read_only_everywhere()
     _mount("-t", "tmpfs", "-o", "mode=1777,size=8g", "tmpfs", "/tmp")
-    for fd, (_, target) in zip(fds, binds):
-        os.makedirs(target, exist_ok=True)
-        subprocess.run(["mount", "--bind", f"/proc/self/fd/{fd}", target], check=True, capture_output=True, pass_fds=(fd,))
+    targets = [target for _, target in binds] + carried
+    for k, (fd, target) in enumerate(zip(fds, targets)):
+        if not os.path.isdir(target):
+            os.makedirs(target)
+        # --no-canonicalize: the kernel follows the fd itself; mount(8) would turn it back into its path
+        # name, which in the new /tmp names something else (or nothing)
+        subprocess.run(["mount", "--no-canonicalize", "--bind", f"/proc/self/fd/{fd}", target],
+                       check=True, capture_output=True, pass_fds=(fd,))
         os.close(fd)
-        _writable(target)
+        if k < len(binds):
+            _writable(target)
+        else:
+            _read_only(target)
     # read-only binds first: a (non-recursive) bind made later would uncover what hides the content
     for path in config["read_only"]:
         if not os.path.exists(path):

@@ -73,7 +73,8 @@ def test_only_the_private_places_are_writable(tmp_path, outside):
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    refused = (errno.EROFS, errno.EACCES, errno.EPERM)
+    # (ENOENT where the checkout lies under /tmp: the candidate's /tmp is its own, the folder not in it)
+    refused = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT)
     assert result["outside_existing"] in refused and result["outside_new"] in refused, result
     assert (outside / "results.jsonl").read_text() == "decoy\n" and sorted(p.name for p in outside.iterdir()) == ["results.jsonl"]
     assert {k: result[k] for k in ("private", "cache", "tmp", "shm", "dev_null")} == dict.fromkeys(
@@ -143,3 +144,29 @@ def test_the_reason_says_the_sandbox_failed(tmp_path, monkeypatch):
         candidate.close()
     assert failed.value.status == "crashed"
     assert f"exited with code {sandbox.SANDBOX_FAILED} (d2k sandbox: " in failed.value.reason, failed.value.reason
+
+
+@needs_namespaces
+def test_a_checkout_under_tmp_stays_visible_and_read_only(tmp_path):
+    """A clone made under /tmp (its Python and d2k with it) would vanish with the private /tmp: what
+    the plan lists read-only under /tmp is carried into it, read-only."""
+    checkout = tmp_path / "clone"
+    (checkout / "pkg").mkdir(parents=True)
+    (checkout / "pkg" / "module.txt").write_text("content\n")
+    private = tmp_path / "private"
+    private.mkdir()
+    prefix, env, _ = sandbox.plan(private, [], [checkout], "interpreter", {})
+    probe = ("import os, sys\n"
+             "print(open(sys.argv[1] + '/pkg/module.txt').read().strip())\n"
+             "try:\n"
+             "    open(sys.argv[1] + '/pkg/module.txt', 'a')\n"
+             "    print('written')\n"
+             "except OSError as exc:\n"
+             "    print('refused', exc.errno)\n")
+    proc = subprocess.run([*prefix, sys.executable, "-c", probe, str(checkout)], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    import errno
+
+    assert proc.stdout.split() == ["content", "refused", str(errno.EROFS)], proc.stdout
+    assert (checkout / "pkg" / "module.txt").read_text() == "content\n"
