@@ -8,7 +8,8 @@ Layers, each applied where the machine allows it and recorded in the run's metad
 - **mount namespace**: the whole filesystem is read-only for the candidate (every mount, made
   read-only per mount with ``mount_setattr``, or remounted one by one where that call is missing)
   except a private ``/tmp`` tmpfs holding the candidate's own copy of its solution file, its cache
-  directories and its working directory, a private ``/dev/shm`` and ``/proc`` (device nodes stay
+  directories and its working directory (a checkout or Python that lies under ``/tmp`` is carried
+  into it, read-only), a private ``/dev/shm`` and ``/proc`` (device nodes stay
   usable: a read-only mount does not apply to special files). On top of that the content tree
   (tasks, rubrics, gold labels, workloads, analysis), the store, the run folder and the home
   directory are covered by empty read-only tmpfs mounts; the Python installation and d2k are bound
