@@ -11,6 +11,8 @@ import ast
 import math
 import operator
 
+from d2k import ast_parse
+
 FUNCTIONS = {
     "min": min,
     "max": max,
@@ -46,7 +48,7 @@ def parse(expr: str) -> ast.Expression:
     if len(str(expr)) > MAX_LENGTH:
         raise ExpressionError(f"{str(expr)[:40]!r}...: longer than {MAX_LENGTH} characters")
     try:
-        tree = ast.parse(str(expr), mode="eval")
+        tree = ast_parse.parse(str(expr), mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"cannot parse {expr!r}: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, nesting too deep

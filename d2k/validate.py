@@ -10,7 +10,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from d2k import exprs, perf
+from d2k import ast_parse, exprs, perf
 from d2k.content import ContentError, Problem, find_root, load_rubric, load_task, load_workloads, task_ids
 from d2k.judge.signals import check as signal_check
 from d2k.scaffold import unfinished
@@ -19,7 +19,7 @@ from d2k.schema import MAX_WORKLOAD_BYTES, TORCH_DTYPES, Rubric, Task, Workload
 
 def _functions(path: Path) -> dict[str, ast.FunctionDef] | str:
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = ast_parse.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, UnicodeDecodeError) as exc:
         return f"does not parse: {exc}"
     return {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}

@@ -29,6 +29,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from d2k import ast_parse
+
 MAX_VALUES = 64        # a value with more possible numbers than this is "many" (None)
 MAX_DEPTH = 12         # how far a value is followed back (assignments, calls)
 
@@ -310,7 +312,7 @@ class Program:
     """Scopes, the call graph and value resolution of one Python source."""
 
     def __init__(self, source: str):
-        self.tree = ast.parse(source)
+        self.tree = ast_parse.parse(source)
         self._entries: set[str] = set()
         self.dead: list[tuple[int, int]] = []    # line ranges that never run on the GPU
         self.loops: dict[int, ast.AST] = {n.lineno: n for n in ast.walk(self.tree) if isinstance(n, (ast.For, ast.While))}

@@ -22,6 +22,7 @@ from pathlib import Path
 # timeout, so a backtracking pattern cannot hang the judge on an unusual file
 import regex as regex_module
 
+from d2k import ast_parse
 from d2k.judge.facts import CUDA_FEATURES, Call, Kernel, Loop, SolutionFacts, pointer_base
 
 COMMON = {"kind", "note"}
@@ -218,10 +219,9 @@ def _scope_at(program, line: int, kernel: str | None = None):
 
 
 def _parse(text: str):
-    import ast
 
     try:
-        return ast.parse(text.strip(), mode="eval").body
+        return ast_parse.parse(text.strip(), mode="eval").body
     except SyntaxError:
         return None
 
