@@ -333,7 +333,7 @@ def _inside_mounts(config: dict) -> None:
     if config.get("cache_dir"):
         binds.append((config["cache_dir"], f"{inside}/triton-cache"))
     # a checkout or Python under /tmp (a clone made there, say) would vanish with it: carried over
-    # to the same path in the new /tmp, read-only (bound from a mount already made read-only)
+    # to the same path in the new /tmp and made read-only there (a bind of an fd comes out writable)
     carried = [path for path in dict.fromkeys(os.path.realpath(p) for p in config["read_only"])
                if _under(path, ("/tmp",)) and os.path.isdir(path)]
     # one under another comes along with it
