@@ -7,8 +7,8 @@
 #             candidate file's, same kernels) and compiled MLA, then splitkv_decode_long_context's
 #             missing eager, naive and compiled cells;
 #   b3.tgz    issue 16: the cells still empty: gdn_chunk_prefill's naive (re-tiled) and compiled,
-#             then gdn_decode's and mamba2's eager figures on the workloads not reached
-#             (gdn_decode b512, mamba2 b16_l1024: the whole task is re-run, it is short);
+#             then the eager figures of gdn_decode (b512 was not reached; the task is re-run
+#             whole, it is short) and mamba2 (its chunked stand-in, a repeat beside the first);
 #   gdn.tgz   issue 16 (not in the default PARTS): GDN prefill's WY-kernel candidates wy_split and
 #             wy_diag_solve (benchmarks/studies/2026-12-04-gdn-prefill-candidates) against the shipped
 #             expert, timed first as the control (benchmarks/variants_h200.sh);
