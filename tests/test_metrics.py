@@ -157,6 +157,23 @@ def test_a_reference_that_waited_for_the_device_is_marked_on_its_speedups(tmp_pa
     assert ref["waits_for_device"] is True
 
 
+def test_a_reference_issued_late_carries_its_late_fraction(tmp_path):
+    b = Builder(tmp_path / "l.duckdb")
+    # every timed call of the t1_a reference was issued after its hold ran out: the host's rate
+    b.con.execute("UPDATE evaluations SET n_samples = 300, timing = '{\"late_calls\": 300}' "
+                  "WHERE solution_id = 'ref_t1' AND workload_id = 't1_a'")
+    b.con.execute("UPDATE evaluations SET n_samples = 300, timing = '{\"late_calls\": 30}' "
+                  "WHERE solution_id = 'ref_t1' AND workload_id = 't1_b'")
+    b.solution("fast", "t1", {"t1_a": 1.0, "t1_b": 2.0})
+    rows = {r["workload_id"]: r for r in b.rows("SELECT * FROM v_workload_speedup WHERE solution_id = 'fast'")}
+    assert rows["t1_a"]["reference_late_fraction"] == pytest.approx(1.0)
+    assert rows["t1_b"]["reference_late_fraction"] == pytest.approx(0.1)
+    assert rows["t1_a"]["speedup"] == pytest.approx(4.0)  # marked, not changed
+    late = {r["workload_id"]: r["late_fraction"]
+            for r in b.rows("SELECT workload_id, late_fraction FROM v_evaluations WHERE solution_id = 'ref_t1'")}
+    assert late == {"t1_a": pytest.approx(1.0), "t1_b": pytest.approx(0.1)}
+
+
 def test_a_task_with_an_eager_stand_in_divides_by_the_baseline(tmp_path):
     b = Builder(tmp_path / "s.duckdb")
     # t2's reference is a sequential definition: its task names a baseline as the eager figure

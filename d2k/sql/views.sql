@@ -63,6 +63,10 @@ SELECT
     -- side (timing.profiler_slowed): timed without the profiler, its time is partly the host's
     -- (benchmarks/studies/2026-12-04-host-sync)
     e.waits_for_device,
+    -- the share of timed calls the host issued later than their device-side hold: the window then
+    -- holds idle device time, so near 1 the figure is the host's issue rate, not the GPU's
+    -- (moe_align_block_size's references on the H200: benchmarks/studies/2026-12-04-host-sync, section 6)
+    CASE WHEN e.backend = 'cuda' AND e.n_samples > 0 THEN least(e.late_calls / e.n_samples, 1.0) END AS late_fraction,
     CASE WHEN e.backend = 'cuda' AND e.median_ms > 0 THEN w.bytes / (e.median_ms * 1e-3) END AS achieved_bytes_per_s,
     CASE WHEN e.backend = 'cuda' AND e.median_ms > 0 THEN w.flops / (e.median_ms * 1e-3) END AS achieved_flops_per_s,
     CASE WHEN e.backend = 'cuda' THEN sol.sol_ms END AS sol_ms,
@@ -75,6 +79,7 @@ FROM (
            arg_max(timing_method, k) AS timing_method, arg_max(seconds, k) AS seconds,
            arg_max(try_cast(timing->>'$.host_issue_ms' AS DOUBLE), k) AS host_issue_ms,
            arg_max(try_cast(timing->>'$.waits_for_device' AS BOOLEAN), k) AS waits_for_device,
+           arg_max(try_cast(timing->>'$.late_calls' AS DOUBLE), k) AS late_calls,
            arg_max(event_median_ms, k) AS event_median_ms, arg_max(span_median_ms, k) AS span_median_ms,
            arg_max(kernel_sum_median_ms, k) AS kernel_sum_median_ms, arg_max(kernels_per_call, k) AS kernels_per_call,
            arg_max(kernel_less, k) AS kernel_less, arg_max(flags, k) AS flags, max(created_at) AS created_at
@@ -90,11 +95,13 @@ LEFT JOIN v_sol sol ON sol.workload_id = e.workload_id AND sol.env_id = e.env_id
 -- or, for a task that names an eager stand-in (task.toml performance.eager_stand_in: its reference is a
 -- sequential definition), that baseline's; stand_in is then its label.
 CREATE OR REPLACE VIEW v_reference_times AS
-SELECT workload_id, env_id, median_ms, waits_for_device, stand_in FROM (
+SELECT workload_id, env_id, median_ms, waits_for_device, late_fraction, stand_in FROM (
     SELECT e.workload_id, e.env_id, arg_max(e.median_ms, recency(e.created_at, e.eval_id)) AS median_ms,
            arg_max(e.status, recency(e.created_at, e.eval_id)) AS status,
            arg_max(try_cast(e.timing->>'$.waits_for_device' AS BOOLEAN), recency(e.created_at, e.eval_id))
                AS waits_for_device,
+           arg_max(least(try_cast(e.timing->>'$.late_calls' AS DOUBLE) / nullif(e.n_samples, 0), 1.0),
+                   recency(e.created_at, e.eval_id)) AS late_fraction,
            any_value(CASE WHEN r.label <> 'reference' THEN r.label END) AS stand_in
     FROM evaluations e
     JOIN solutions r ON r.solution_id = e.solution_id
@@ -114,6 +121,9 @@ SELECT
     -- the reference waited for the device mid-call: the speedup measures the host as much as the
     -- GPU and moved 25-40 % between runs on the H200 (never pool it silently with the others)
     coalesce(r.waits_for_device, false) AS reference_waits_for_device,
+    -- the share of the reference's timed calls issued late (v_evaluations.late_fraction): near 1,
+    -- its time is the host's issue rate and the speedup partly the host's
+    r.late_fraction AS reference_late_fraction,
     -- the eager figure is a named baseline's, not the reference's (its label; NULL for the reference)
     r.stand_in AS reference_stand_in,
     -- a time taken while other solutions shared the GPU (D2K_GPU_SHARE) is no kernel speed
