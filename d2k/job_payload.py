@@ -107,7 +107,7 @@ def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> d
     if not any(home == p or home in p.parents for p in python_homes):
         hide.append(home)
     hide += [Path(p) for p in (extra_hide or []) + os.environ.get("D2K_SANDBOX_HIDE", "").split(os.pathsep) if p]
-    read_only = [*roots, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
+    read_only = roots   # the sandbox's plan adds the running Python itself
     return {
         "enabled": os.environ.get("D2K_SANDBOX", "1") != "0",
         "hide": [str(p) for p in hide],

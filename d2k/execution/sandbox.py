@@ -298,32 +298,21 @@ def _read_only_everywhere() -> None:
         raise SandboxError("the root filesystem is still writable after it was made read-only")
 
 
-def _writable(target: str) -> None:
-    """Make the bind mount at ``target`` writable (a bind copies its source mount's read-only flag)."""
-    if not os.statvfs(target).f_flag & os.ST_RDONLY:
+def _bind_read_only(target: str, read_only: bool) -> None:
+    """Make the bind mount at ``target`` read-only or writable, and check it took (a bind copies its
+    source mount's read-only flag, so after the read-only step every bind starts read-only)."""
+    if bool(os.statvfs(target).f_flag & os.ST_RDONLY) == read_only:
         return
     try:
-        _mount_setattr(target, attr_clr=MOUNT_ATTR_RDONLY, recursive=False)
+        _mount_setattr(target, **{"attr_set" if read_only else "attr_clr": MOUNT_ATTR_RDONLY}, recursive=False)
     except OSError:
         try:
-            _mount("-o", "remount,bind,rw", target)
+            _mount("-o", f"remount,bind,{'ro' if read_only else 'rw'}", target)
         except subprocess.CalledProcessError:
             pass
-    if os.statvfs(target).f_flag & os.ST_RDONLY:
-        raise SandboxError(f"cannot make the candidate's own folder {target} writable")
-
-
-def _read_only(target: str) -> None:
-    """Make the bind mount at ``target`` read-only (the candidate's view of something it must not write)."""
-    try:
-        _mount_setattr(target, attr_set=MOUNT_ATTR_RDONLY, recursive=False)
-    except OSError:
-        try:
-            _mount("-o", "remount,bind,ro", target)
-        except subprocess.CalledProcessError:
-            pass
-    if not os.statvfs(target).f_flag & os.ST_RDONLY:
-        raise SandboxError(f"cannot make {target} read-only")
+    if bool(os.statvfs(target).f_flag & os.ST_RDONLY) != read_only:
+        raise SandboxError(f"cannot make {target} read-only" if read_only
+                           else f"cannot make the candidate's own folder {target} writable")
 
 
 def _inside_mounts(config: dict) -> None:
@@ -333,7 +322,7 @@ def _inside_mounts(config: dict) -> None:
     if config.get("cache_dir"):
         binds.append((config["cache_dir"], f"{inside}/triton-cache"))
     # a checkout or Python under /tmp (a clone made there, say) would vanish with it: carried over
-    # to the same path in the new /tmp and made read-only there (a bind of an fd comes out writable)
+    # to the same path in the new /tmp, read-only (checked: the candidate must not write it)
     carried = [path for path in dict.fromkeys(os.path.realpath(p) for p in config["read_only"])
                if _under(path, ("/tmp",)) and os.path.isdir(path)]
     # one under another comes along with it
@@ -355,10 +344,7 @@ def _inside_mounts(config: dict) -> None:
         subprocess.run(["mount", "--no-canonicalize", "--bind", f"/proc/self/fd/{fd}", target],
                        check=True, capture_output=True, pass_fds=(fd,))
         os.close(fd)
-        if k < len(binds):
-            _writable(target)
-        else:
-            _read_only(target)
+        _bind_read_only(target, read_only=k >= len(binds))
     # read-only binds first: a (non-recursive) bind made later would uncover what hides the content
     for path in config["read_only"]:
         if not os.path.exists(path):
