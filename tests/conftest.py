@@ -8,12 +8,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
-def _isolated_env(tmp_path, monkeypatch):
-    """Every test writes its runs and store under its own tmp dir, never the checkout."""
+def _isolated_env(tmp_path, monkeypatch, request):
+    """Every test writes its runs and store under its own tmp dir, never the checkout; only tests
+    marked ``gpu`` see the GPU."""
     monkeypatch.setenv("D2K_WORKDIR", str(tmp_path / "work"))
     monkeypatch.setenv("D2K_DB", str(tmp_path / "d2k.duckdb"))
     monkeypatch.setenv("D2K_ROOT", str(ROOT))
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    if request.node.get_closest_marker("gpu") is None:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     monkeypatch.setenv("D2K_JUDGE_CACHE", str(tmp_path / "dspy-cache"))
     for var in ("D2K_JUDGE_MODEL", "D2K_JUDGE_API_BASE", "D2K_JUDGE_API_KEY"):
         monkeypatch.delenv(var, raising=False)

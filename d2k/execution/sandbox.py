@@ -12,8 +12,9 @@ Layers, each applied where the machine allows it and recorded in the run's metad
   into it, read-only), a private ``/dev/shm`` and ``/proc`` (device nodes stay
   usable: a read-only mount does not apply to special files). On top of that the content tree
   (tasks, rubrics, gold labels, workloads, analysis), the store, the run folder and the home
-  directory are covered by empty read-only tmpfs mounts; the Python installation and d2k are bound
-  read-only. A candidate that keeps uid 0 (its capabilities dropped) still owns every root-owned
+  directory are covered by empty read-only tmpfs mounts; the Python installation and d2k stay
+  visible, read-only like everything else (with the mounts under them: the driver's libraries may
+  be a mount inside ``/usr``). A candidate that keeps uid 0 (its capabilities dropped) still owns every root-owned
   file, so only this stops it writing them; where it cannot be applied the init step fails (a
   ``d2k sandbox:`` line, exit status 125) instead of starting the candidate.
 - **network namespace** (``--net``): no interface but a loopback that is down.
@@ -99,6 +100,9 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
     kernel cache, kept between runs) is mounted at /tmp/d2k-candidate/triton-cache. With ``enabled``
     false (``D2K_SANDBOX=0``) only the process-level layers apply, and the metadata says so.
     """
+    # the Python that runs the candidate stays reachable (and read-only) whatever the caller listed;
+    # listed before the CUDA probe below, so it tries the configuration the candidate gets
+    read_only = list(dict.fromkeys([*read_only, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]))
     namespaces = enabled and namespaces_available()
     root_user = enabled and os.geteuid() == 0
     drop_user = root_user and python_readable_by_others()
@@ -143,8 +147,6 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
         # Kineto leaves CUPTI attached after a profiler session unless told to finalize it, and the
         # host then issues every later launch more slowly (the stream probe runs before timing)
         env["TEARDOWN_CUPTI"] = "1"
-    # the Python that runs the candidate stays reachable (and read-only) whatever the caller listed
-    read_only = list(dict.fromkeys([*read_only, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]))
     prefix = _init_command(private_dir, hide, read_only, backend, limits, namespaces, drop_user, drop_caps, cache_dir)
     if cache_dir is not None and not namespaces:
         env["TRITON_CACHE_DIR"] = str(cache_dir)
@@ -341,19 +343,15 @@ def _inside_mounts(config: dict) -> None:
             os.makedirs(target)
         # --no-canonicalize: the kernel follows the fd itself; mount(8) would turn it back into its path
         # name, which in the new /tmp names something else (or nothing)
-        subprocess.run(["mount", "--no-canonicalize", "--bind", f"/proc/self/fd/{fd}", target],
+        # a carried folder keeps the mounts under it (--rbind; each copy keeps its read-only flag)
+        subprocess.run(["mount", "--no-canonicalize", "--rbind" if k >= len(binds) else "--bind",
+                        f"/proc/self/fd/{fd}", target],
                        check=True, capture_output=True, pass_fds=(fd,))
         os.close(fd)
         _bind_read_only(target, read_only=k >= len(binds))
-    # read-only binds first: a (non-recursive) bind made later would uncover what hides the content
-    for path in config["read_only"]:
-        if not os.path.exists(path):
-            continue
-        try:
-            _mount("--bind", path, path)
-            _mount("-o", "remount,bind,ro", path)
-        except subprocess.CalledProcessError:
-            pass  # a path that cannot be bound stays as it was (read-only, as everything); hiding still applies
+    # The read-only paths outside /tmp need nothing more: every mount already is. (They used to be
+    # bound onto themselves; a non-recursive bind of a prefix such as /usr covered the mounts under
+    # it, the driver's /usr/local/nvidia on the H200, and CUDA vanished: session 15's first call.)
     for path in config["hide"]:
         if not os.path.exists(path):
             continue  # under /tmp, already replaced

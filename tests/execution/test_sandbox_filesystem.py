@@ -170,3 +170,41 @@ def test_a_checkout_under_tmp_stays_visible_and_read_only(tmp_path):
 
     assert proc.stdout.split() == ["content", "refused", str(errno.EROFS)], proc.stdout
     assert (checkout / "pkg" / "module.txt").read_text() == "content\n"
+
+
+@needs_namespaces
+@pytest.mark.parametrize("where", ["outside_tmp", "under_tmp"])
+def test_mounts_under_a_read_only_path_stay_visible(tmp_path, where):
+    """The driver's libraries can be a mount inside the Python prefix (the H200's /usr/local/nvidia
+    under /usr): a read-only path must keep the mounts under it, or CUDA vanishes for the candidate.
+    The submount is made in a throwaway mount namespace around the sandbox."""
+    base = tmp_path if where == "under_tmp" else PACKAGE_PARENT / f".d2k-prefix-{uuid.uuid4().hex[:12]}"
+    lib = base / "prefix" / "lib"
+    lib.mkdir(parents=True)
+    try:
+        private = tmp_path / "private"
+        private.mkdir()
+        prefix, env, _ = sandbox.plan(private, [], [base / "prefix"], "interpreter", {})
+        outer = f"mount -t tmpfs tmpfs {lib} && echo driver > {lib}/libcuda.so.1 && exec \"$@\""
+        proc = subprocess.run([shutil.which("unshare"), "--mount", "--propagation", "private", "sh", "-c", outer, "sh",
+                               *prefix, sys.executable, "-c", "import sys; print(open(sys.argv[1]).read().strip())",
+                               str(lib / "libcuda.so.1")], env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0 and proc.stdout.split() == ["driver"], (proc.stdout, proc.stderr)
+    finally:
+        if where == "outside_tmp":
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_cuda_probe_tries_the_paths_the_candidate_gets(tmp_path, monkeypatch):
+    """The layers are chosen by a CUDA probe; it must run with the Python prefixes the plan adds, or
+    it passes where the candidate then fails (session 15: every GPU candidate saw no device)."""
+    seen = {}
+
+    def probe(private_dir, hide, read_only, namespaces, drop_user):
+        seen["read_only"] = [Path(p) for p in read_only]
+        return namespaces, drop_user, []
+
+    monkeypatch.setattr(sandbox, "namespaces_available", lambda: True)
+    monkeypatch.setattr(sandbox, "_layers_cuda_allows", probe)
+    sandbox.plan(tmp_path, [], [tmp_path], "cuda", {})
+    assert {tmp_path, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()} <= set(seen["read_only"])

@@ -1,0 +1,95 @@
+"""Which part of d2k's real sandbox configuration stops CUDA? Builds the configuration a bench run
+uses (job_payload.sandbox_settings, the default limits, a kernel cache folder), then runs a CUDA
+check under it and under variants with one part removed, printing one JSON line per variant with
+what the candidate sees (libcuda, the driver's mounts). A diagnostic for GPU hosts."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from d2k.content import Benchmark  # noqa: E402
+from d2k.execution import sandbox  # noqa: E402
+from d2k.job_payload import sandbox_settings  # noqa: E402
+
+CHECK = r"""
+import ctypes, json, os, subprocess
+out = {"uid": os.getuid()}
+try:
+    lib = ctypes.CDLL("libcuda.so.1")
+    out["cuInit"] = lib.cuInit(0)
+    n = ctypes.c_int(0)
+    lib.cuDeviceGetCount(ctypes.byref(n))
+    out["count"] = n.value
+except OSError as exc:
+    out["libcuda"] = str(exc)
+out["mounts"] = [l.split()[4] + " " + l.split()[5] for l in open("/proc/self/mountinfo")
+                 if any(k in l for k in ("nvidia", "cuda", "/usr", "/opt", "/dev "))][:40]
+try:
+    import torch
+    out["torch"] = torch.cuda.is_available()
+except Exception as exc:
+    out["torch"] = repr(exc)
+try:
+    listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout.splitlines()
+    out["ldconfig"] = [l.strip() for l in listing if "libcuda.so" in l][:4]
+except OSError as exc:
+    out["ldconfig"] = str(exc)
+print(json.dumps(out))
+"""
+
+bench = Benchmark.load(only=["mla_decode"])
+settings = sandbox_settings(bench)
+print(json.dumps({"variant": "context", "prefix": sys.prefix, "base_prefix": sys.base_prefix, "cwd": os.getcwd(),
+                  "executable": sys.executable, "settings": settings}), flush=True)
+workdir = Path(os.environ.get("D2K_WORKDIR", ".d2k"))
+workdir.mkdir(parents=True, exist_ok=True)
+with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+    private, cache = Path(tmp) / "private", Path(tmp) / "cache"
+    private.mkdir()
+    cache.mkdir()
+    prefix, env, meta = sandbox.plan(private, [Path(p) for p in settings["hide"]], [Path(p) for p in settings["read_only"]],
+                                     "cuda", settings["limits"], cache_dir=cache)
+    print(json.dumps({"variant": "meta", **meta}), flush=True)
+    base = json.loads(prefix[-2])
+    variants = {
+        "real": {},
+        "no_base_prefix": {"read_only": [p for p in base["read_only"] if p != str(Path(sys.base_prefix).resolve())]},
+        "no_read_only": {"read_only": []},
+        "no_hide": {"hide": []},
+        "no_limits": {"limits": {}},
+        "no_cache": {"cache_dir": None},
+        "root_user": {"drop_user": False},
+        "bare": {"read_only": [], "hide": [], "limits": {}, "cache_dir": None},
+    }
+    # the init step with one of its steps patched out (the config cannot switch these)
+    patches = {
+        "no_read_only_everywhere": "s._read_only_everywhere = lambda: None",
+        "read_only_but_dev": ("f = s._read_only_everywhere\n"
+                              "def g():\n f(); s._mount_setattr('/dev', attr_clr=s.MOUNT_ATTR_RDONLY)\n"
+                              "s._read_only_everywhere = g"),
+        "read_only_but_proc_sys": ("f = s._read_only_everywhere\n"
+                                   "def g():\n f()\n for p in ('/dev', '/sys', '/run'):\n"
+                                   "  try: s._mount_setattr(p, attr_clr=s.MOUNT_ATTR_RDONLY)\n  except OSError: pass\n"
+                                   "s._read_only_everywhere = g"),
+    }
+    old = os.environ.get("OLD_SANDBOX")  # an older sandbox.py to compare with, run on the same config
+    if old:
+        patches["old_sandbox"] = (f"import importlib.util\nspec = importlib.util.spec_from_file_location('old', {old!r})\n"
+                                  "s = importlib.util.module_from_spec(spec); spec.loader.exec_module(s)")
+    for name, patch in patches.items():
+        variants[name] = {"patch": patch}
+    for name, change in variants.items():
+        change = dict(change)
+        patch = change.pop("patch", None)
+        cfg = {**base, **change}
+        init = ["-m", "d2k.execution.sandbox"] if patch is None else \
+            ["-c", f"import os, sys\nimport d2k.execution.sandbox as s\n{patch}\nsys.exit(s.init(sys.argv[1:]))"]
+        cut = prefix.index("-m")
+        cmd = [*prefix[:cut], *init, json.dumps(cfg), "--", sys.executable, "-c", CHECK]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, cwd=str(private))
+        print(json.dumps({"variant": name, "rc": r.returncode, "out": r.stdout.strip()[-3000:],
+                          "err": r.stderr.strip()[-600:]}), flush=True)
