@@ -17,6 +17,7 @@
 # part of the last two fills its call).
 # Done on 2026-12-04 (session 14) and dropped from here: the host-sync check (hs), the shipped
 # causal_conv1d through d2k bench (conv), the Nsight Compute profiles (prof), the MLA candidates.
+#   cells.tgz issue 14 (not in the default PARTS): compiled MLA and split-KV, each task half the time left.
 # PARTS picks parts (default b1 b3, in that order); each stops at the call's deadline (SECONDS_BUDGET).
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite).
 set -uo pipefail
@@ -38,6 +39,10 @@ for part in ${PARTS:-b1 b3}; do
           BENCH_SECONDS='"$(( b3_seconds / 2 ))"' bash benchmarks/content_b_h200.sh; TIMEOUT=60 TASKS=gdn_decode,mamba2_ssd_chunked \
           SOLUTIONS=reference SKIP_CALIBRATE=1 PASS=2 TASK_SECONDS='"$(( b3_seconds / 4 ))"' BENCH_SECONDS='"$(( b3_seconds / 2 ))"' \
           bash benchmarks/content_b_h200.sh' ;;
+    cells) cells_seconds=$(( $(left) - 10 ))
+        # issue 14's compiled cells that session 15's b1 did not reach (MLA's, split-KV's last two)
+        $P cells bash -c 'export D2K_DB=/tmp/cells.duckdb; TIMEOUT=120 TASKS=mla_decode,splitkv_decode_long_context \
+          SOLUTIONS=compiled TASK_SECONDS='"$(( cells_seconds / 2 ))"' BENCH_SECONDS='"$cells_seconds"' bash benchmarks/content_b_h200.sh' ;;
     gdn) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-gdn-prefill-candidates/candidates.toml /tmp/gdn_c || exit 1
          # the WY candidates the profile points at; the state-walk ones and the spill-only ablation wait
          rm -f /tmp/gdn_c/gdn_chunk_prefill/{wide_state_configs,state_tuned_per_length,wy_warps8}.py
