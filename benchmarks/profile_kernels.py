@@ -30,12 +30,18 @@ def parse(arg: str) -> tuple[str, str, str]:
 
 
 def load_case(bench: Benchmark, task_id: str, workload_id: str, solution: str):
-    """The solution's ``run``, the workload (a dict) and its inputs on the GPU, built from its seed."""
+    """The solution's ``run``, the workload (a dict) and its inputs on the GPU, built from its seed.
+    ``compiled`` is ``torch.compile`` of the task's reference (as `d2k bench --solution compiled`)."""
     payload = task_payload(bench, task_id)
     ref = load_module(payload["reference_path"], f"ref_{task_id}")
-    path = Path(solution) if solution.endswith(".py") else bench.task_dir(task_id) / f"{solution}.py"
-    module = load_module(path, f"sol_{task_id}_{path.stem}")
-    fn = module.reference if path.name == "reference.py" else module.run  # a reference's entry is reference()
+    if solution == "compiled":
+        import torch
+
+        fn = torch.compile(ref.reference)
+    else:
+        path = Path(solution) if solution.endswith(".py") else bench.task_dir(task_id) / f"{solution}.py"
+        module = load_module(path, f"sol_{task_id}_{path.stem}")
+        fn = module.reference if path.name == "reference.py" else module.run  # a reference's entry is reference()
     matches = [w for w in bench.select_workloads(task_id, "all") if w.id in (workload_id, f"{task_id}_{workload_id}")]
     if not matches:
         raise SystemExit(f"{task_id} has no workload {workload_id!r}")
