@@ -103,7 +103,9 @@ class Candidate:
         self.interpreter = cmd["backend"] == "interpreter"
         self.device = "cpu" if self.interpreter else "cuda"
         if not self.interpreter and not torch.cuda.is_available():
-            return {"ok": False, "reason": "backend cuda requested but torch sees no CUDA device"}
+            from d2k.execution.sandbox import NO_CUDA_INSIDE
+
+            return {"ok": False, "reason": NO_CUDA_INSIDE}
         if not self.interpreter and cmd.get("memory_fraction"):
             torch.cuda.set_per_process_memory_fraction(float(cmd["memory_fraction"]))
         from d2k.execution import timing, wire

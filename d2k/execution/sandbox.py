@@ -156,6 +156,8 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
     return prefix, env, {"layers": layers, "warnings": warnings, "root": root}
 
 
+# the candidate's reason when its torch sees no device (the worker then blames the sandbox: it sees one)
+NO_CUDA_INSIDE = "backend cuda requested but torch sees no CUDA device"
 NO_CUDA_EXIT = 3  # the CUDA check's exit status when the driver does not initialise or sees no device
 _CUDA_CHECK = ("import ctypes, sys\n"
                "lib = ctypes.CDLL('libcuda.so.1'); n = ctypes.c_int(0)\n"

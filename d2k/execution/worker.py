@@ -85,6 +85,21 @@ def load_module(path, name: str):
     return module
 
 
+def load_failure(exc: CandidateFailed, sandbox_meta: dict) -> CandidateFailed:
+    """What a candidate's failed ``load`` becomes in the result: the solution's failure to import,
+    or, where the candidate's torch saw no device while this worker's did (checked before any
+    candidate starts), the sandbox's fault, named as such (session 15: a bind hid the driver)."""
+    from d2k.execution.sandbox import NO_CUDA_INSIDE
+
+    if exc.reason == NO_CUDA_INSIDE:
+        layers = ", ".join(name for name, on in sandbox_meta.get("layers", {}).items() if on)
+        return CandidateFailed("error", "the sandbox hid the GPU: this worker sees a CUDA device, the candidate "
+                               f"process does not (layers on: {layers}); a fault of d2k on this machine, not of "
+                               "the solution (benchmarks/sandbox_cuda_bisect.py shows which part)")
+    return CandidateFailed(exc.status if exc.status in ("crashed", "failed", "skipped") else "error",
+                           f"solution failed to import: {exc.reason}", exc.traceback)
+
+
 def _short_traceback(limit: int = 2000) -> str:
     return traceback.format_exc()[-limit:]
 
@@ -596,8 +611,7 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
                           "memory_fraction": job.get("sandbox", {}).get("gpu_memory_fraction")})
         except CandidateFailed as exc:
             proc.close()
-            raise CandidateFailed(exc.status if exc.status in ("crashed", "failed", "skipped") else "error",
-                                  f"solution failed to import: {exc.reason}", exc.traceback) from None
+            raise load_failure(exc, proc.meta) from None
         events.emit("loaded", durable=True)
         return proc
 

@@ -208,3 +208,18 @@ def test_the_cuda_probe_tries_the_paths_the_candidate_gets(tmp_path, monkeypatch
     monkeypatch.setattr(sandbox, "_layers_cuda_allows", probe)
     sandbox.plan(tmp_path, [], [tmp_path], "cuda", {})
     assert {tmp_path, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()} <= set(seen["read_only"])
+
+
+def test_a_gpu_hidden_by_the_sandbox_is_blamed_on_the_sandbox():
+    """A candidate whose torch sees no device, under a worker that saw one, is the sandbox's fault:
+    the reason says so, instead of 'solution failed to import'. Other load failures stay the
+    solution's."""
+    from d2k.execution.worker import CandidateFailed, load_failure
+
+    meta = {"layers": {"mount_namespace": True, "read_only_filesystem": True, "unprivileged_user": False}}
+    hidden = load_failure(CandidateFailed("error", sandbox.NO_CUDA_INSIDE), meta)
+    assert hidden.status == "error"
+    assert hidden.reason.startswith("the sandbox hid the GPU") and "read_only_filesystem" in hidden.reason
+    assert "unprivileged_user" not in hidden.reason and "solution failed" not in hidden.reason
+    own = load_failure(CandidateFailed("crashed", "SyntaxError: invalid syntax"), meta)
+    assert (own.status, own.reason) == ("crashed", "solution failed to import: SyntaxError: invalid syntax")
