@@ -14,9 +14,9 @@ Layers, each applied where the machine allows it and recorded in the run's metad
   (tasks, rubrics, gold labels, workloads, analysis), the store, the run folder and the home
   directory are covered by empty read-only tmpfs mounts; the Python installation and d2k stay
   visible, read-only like everything else (with the mounts under them: the driver's libraries may
-  be a mount inside ``/usr``). A candidate that keeps uid 0 (its capabilities dropped) still owns every root-owned
-  file, so only this stops it writing them; where it cannot be applied the init step fails (a
-  ``d2k sandbox:`` line, exit status 125) instead of starting the candidate.
+  be a mount inside ``/usr``). A candidate that keeps uid 0 (its capabilities dropped) still owns
+  every root-owned file, so only this stops it writing them; where it cannot be applied the init
+  step fails (a ``d2k sandbox:`` line, exit status 125) instead of starting the candidate.
 - **network namespace** (``--net``): no interface but a loopback that is down.
 - **unprivileged user** (when started as root): uid/gid 65534, no supplementary groups,
   ``no_new_privs``.
