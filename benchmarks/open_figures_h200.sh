@@ -7,13 +7,16 @@
 #             with Nsight Compute on llama8b (benchmarks/profile_h200.sh);
 #   b3.tgz    issue 16: gdn_chunk_prefill's expert and fla-core in one call, two passes (the
 #             expert varied 10-61 % between calls of session 15);
+#   b2.tgz    issue 15 (not in the default PARTS; a call of its own): fp8_blockwise_gemm and
+#             fused_moe_experts, every solution (most of their cells are empty since session 6),
+#             then compiled w4a16_gemm;
 #   cells.tgz issues 14, 16 (not in the default PARTS): compiled MLA (its last three workloads) and
 #             compiled gdn_chunk_prefill, with a longer limit, each task half the time left;
 #   gdn.tgz   issue 16 (not in the default PARTS): GDN prefill's WY-kernel candidates wy_split and
 #             wy_diag_solve (benchmarks/studies/2026-12-04-gdn-prefill-candidates) against the shipped
 #             expert, timed first as the control (benchmarks/variants_h200.sh);
 #   w4.tgz    issue 15 (not in the default PARTS): the W4A16 study's candidates, the same way.
-# Three calls: `bash benchmarks/open_figures_h200.sh`, then `PARTS=w4 ...`, then `PARTS=cells ...`.
+# Four calls: `bash benchmarks/open_figures_h200.sh`, then `PARTS=b2 ...`, `PARTS=w4 ...`, `PARTS=cells ...`.
 # Done and dropped from here: session 14's host-sync check, shipped causal_conv1d, Nsight Compute
 # profiles and MLA candidates; session 15's Gluon tail test, the shipped MLA expert, split-KV's
 # eager/naive/compiled cells, gdn/mamba2 eager and gdn naive (benchmarks/studies/2026-12-04-session15-figures).
@@ -30,6 +33,14 @@ for part in ${PARTS:-b1 b3}; do
           SOLUTIONS="expert reference compiled" TASK_SECONDS=80 BENCH_SECONDS=160 bash benchmarks/content_b_h200.sh
           PROFILE_SECONDS=60 bash benchmarks/profile_h200.sh merge_attn_states:llama8b_t8192_h32_d128:expert \
           merge_attn_states:llama8b_t8192_h32_d128:compiled' ;;
+    b2) b2_seconds=$(( $(left) - 10 ))
+        # issue 15's empty cells: fp8_blockwise_gemm's eager and compiled, fused_moe_experts' eager,
+        # compiled, torch-grouped baseline and naive (their expert figures are session 6's), and the
+        # experts again beside them; w4a16's compiled
+        $P b2 bash -c 'export D2K_DB=/tmp/b2.duckdb; TIMEOUT=90 TASKS=fp8_blockwise_gemm,fused_moe_experts \
+          SOLUTIONS="expert reference compiled baselines naive" TASK_SECONDS='"$(( (b2_seconds - 90) / 2 ))"' \
+          BENCH_SECONDS='"$(( b2_seconds - 80 ))"' bash benchmarks/content_b_h200.sh; TIMEOUT=60 TASKS=w4a16_gemm \
+          SOLUTIONS=compiled SKIP_CALIBRATE=1 PASS=2 BENCH_SECONDS=60 bash benchmarks/content_b_h200.sh' ;;
     b3) b3_seconds=$(( $(left) - 10 ))
         $P b3 bash -c 'export D2K_DB=/tmp/b3.duckdb; TIMEOUT=90 TASKS=gdn_chunk_prefill SOLUTIONS="expert baselines" \
           BENCH_SECONDS='"$(( b3_seconds / 2 + 10 ))"' bash benchmarks/content_b_h200.sh; TIMEOUT=90 TASKS=gdn_chunk_prefill \
