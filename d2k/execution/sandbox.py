@@ -163,7 +163,7 @@ _CUDA_CHECK = ("import ctypes, sys\n"
                "lib = ctypes.CDLL('libcuda.so.1'); n = ctypes.c_int(0)\n"
                "sys.exit(0 if lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0 "
                f"else {NO_CUDA_EXIT})")
-_cuda_allowed: dict[tuple[bool, bool], bool] = {}
+_cuda_allowed: dict[tuple, bool] = {}
 
 
 def _init_command(private_dir: Path, hide: list[Path], read_only: list[Path], backend: str, limits: dict,
@@ -186,7 +186,9 @@ def _cuda_initialises(private_dir: Path, hide: list[Path], read_only: list[Path]
     A sandbox that cannot be built at all (the init step's own failure, ``SANDBOX_FAILED``) counts
     as yes: that is no reason to give a layer up quietly, and every candidate started under it then
     fails with the init step's ``d2k sandbox:`` line as its reason."""
-    key = (namespaces, drop_user)
+    # per read-only list too: what it carries decides what the driver finds (a bind once hid it);
+    # the hides (the content folders, the run folder) vary per job and cover nothing the driver needs
+    key = (namespaces, drop_user, tuple(map(str, read_only)))
     if key not in _cuda_allowed:
         prefix = _init_command(private_dir, hide, read_only, "cuda", {}, namespaces, drop_user,
                                shutil.which("setpriv") is not None, None)
