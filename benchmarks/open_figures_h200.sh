@@ -17,7 +17,11 @@
 #             wy_diag_solve (benchmarks/studies/2026-12-04-gdn-prefill-candidates) against the shipped
 #             expert, timed first as the control (benchmarks/variants_h200.sh);
 #   w4.tgz    issue 15 (not in the default PARTS): the W4A16 study's candidates, the same way.
-# Four calls: `bash benchmarks/open_figures_h200.sh`, then `PARTS=b2 ...`, `PARTS=w4 ...`, `PARTS=cells ...`.
+#   fp8.tgz   issue 15 (not in the default PARTS): the FP8 study's warp-specialized Gluon candidates
+#             (benchmarks/studies/2026-12-04-fp8-candidates, never run on a GPU), the expert first,
+#             cuBLAS (torch._scaled_mm) last.
+# Five calls: `bash benchmarks/open_figures_h200.sh`, then `PARTS=b2 ...`, `PARTS=fp8 ...`, `PARTS=w4 ...`,
+# `PARTS=cells ...` (in the order they matter).
 # Done and dropped from here: session 14's host-sync check, shipped causal_conv1d, Nsight Compute
 # profiles and MLA candidates; session 15's Gluon tail test, the shipped MLA expert, split-KV's
 # eager/naive/compiled cells, gdn/mamba2 eager and gdn naive (benchmarks/studies/2026-12-04-session15-figures).
@@ -63,6 +67,9 @@ for part in ${PARTS:-b1 b3}; do
          $P gdn env VARIANTS_DIR=/tmp/gdn_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) bash benchmarks/variants_h200.sh ;;
     w4) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-w4a16-candidates/candidates.toml /tmp/w4_c || exit 1
         $P w4 env VARIANTS_DIR=/tmp/w4_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) bash benchmarks/variants_h200.sh ;;
+    fp8) $P fp8 env VARIANTS_DIR=benchmarks/studies/2026-12-04-fp8-candidates/candidates TASK_ORDER=fp8_blockwise_gemm \
+           WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
+           EXTRA="--tasks fp8_blockwise_gemm --solution baselines --workloads bench" bash benchmarks/variants_h200.sh ;;
     *) echo "unknown part $part" ;;
   esac
   echo "$part done, $(left) s left"

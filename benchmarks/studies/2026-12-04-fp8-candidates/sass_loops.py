@@ -1,0 +1,63 @@
+"""Main-loop census of fp8 kernels in SASS files written by `benchmarks/aot_screen.py --sass-dir DIR`.
+
+aot_screen's "hottest loop" looks for HGMMA / HMMA, but Hopper's fp8 wgmma is spelled QGMMA in
+SASS, so for an fp8 kernel it falls back to the innermost loop with global loads: in the
+warp-specialized kernel that is the one-warp TMA producer, not the math loop. This lists, per
+file, the whole kernel's counts and every innermost backward-branch loop that holds QGMMA
+(a consumer's K loop; two in the Gluon kernel, one per consumer warpgroup) or UTMALDG (the
+producer's), with what sits in it: wgmma, FFMA / FMUL (the promotion), global loads (scales),
+barriers, mbarrier operations (SYNCS), and local loads / stores (spills); and the highest register
+number used anywhere. Static counts, one trip of the body (one 128-wide scale group).
+
+    python3 benchmarks/studies/2026-12-04-fp8-candidates/sass_loops.py DIR/*.sass
+"""
+
+import re
+import sys
+
+OPS = ("QGMMA", "HGMMA", "FFMA", "FMUL", "FADD", "LDG", "UTMALDG", "UTMASTG", "BAR", "SYNCS", "LDL", "STL",
+       "LDS", "STS", "STSM", "USETMAXREG")
+
+
+def _opcode(text: str) -> str:
+    """`@!P0 QGMMA.64x128x32.F32.E4M3.E4M3 R24, ...` -> QGMMA."""
+    return re.sub(r"^@!?U?P[T0-9]+\s+", "", text).split(" ", 1)[0].split(".", 1)[0]
+
+
+def census(sass: str) -> tuple[dict[str, int], list[dict[str, int]]]:
+    ins = [(int(m.group(1), 16), m.group(2)) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+    ops = [_opcode(t) for _, t in ins]
+    total = {"instructions": len(ins), **{o: ops.count(o) for o in OPS if ops.count(o)}}
+    # registers a thread actually touches (the launch figure of a warp-specialized kernel, 168 at
+    # 384 threads, is what each warp holds before setmaxnreg moves registers between partitions)
+    total["highest register"] = max((int(r) for _, t in ins for r in re.findall(r"\bR(\d+)\b", t)), default=-1)
+    spans = []
+    for addr, text in ins:
+        target = re.search(r"BRA\s+0x([0-9a-f]+)", text)
+        if target and int(target.group(1), 16) < addr:
+            spans.append((int(target.group(1), 16), addr))
+    loops = []
+    for lo, hi in spans:
+        # innermost: no other backward branch lies strictly inside this one
+        if any(lo <= a and b <= hi and (a, b) != (lo, hi) for a, b in spans):
+            continue
+        body = [_opcode(t) for a, t in ins if lo <= a <= hi]
+        if not any(op in body for op in ("QGMMA", "HGMMA", "UTMALDG", "LDGSTS")):
+            continue
+        loops.append({"at": f"0x{lo:04x}", "instructions": len(body),
+                      **{o: body.count(o) for o in OPS if body.count(o)}})
+    return total, loops
+
+
+def main(paths: list[str]) -> int:
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            total, loops = census(f.read())
+        print(path.rsplit("/", 1)[-1] + ": " + ", ".join(f"{k} {v}" for k, v in total.items()))
+        for loop in loops:
+            print("    loop " + ", ".join(f"{k} {v}" for k, v in loop.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
