@@ -1,7 +1,13 @@
 """Which part of d2k's real sandbox configuration stops CUDA? Builds the configuration a bench run
 uses (job_payload.sandbox_settings, the default limits, a kernel cache folder), then runs a CUDA
 check under it and under variants with one part removed, printing one JSON line per variant with
-what the candidate sees (libcuda, the driver's mounts). A diagnostic for GPU hosts."""
+what the candidate sees (libcuda, the driver's mounts). A diagnostic for GPU hosts:
+
+    source benchmarks/gpu_env.sh; python3 benchmarks/sandbox_cuda_bisect.py > bisect.jsonl
+    OLD_SANDBOX=/path/to/older/sandbox.py python3 benchmarks/sandbox_cuda_bisect.py   # and that one too
+
+Session 15 found with it that a non-recursive bind of /usr hid the driver's /usr/local/nvidia
+(benchmarks/studies/2026-12-04-session15-figures)."""
 
 import json
 import os
