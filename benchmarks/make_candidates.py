@@ -5,9 +5,10 @@ edits (data) rather than full copies of a kernel:
     VARIANTS_DIR=OUT_DIR bash benchmarks/variants_h200.sh
 
 The spec lists, per candidate, its task, name, the file it starts from (relative to the repository
-root) and exact-text replacements, each of which must match exactly once: a candidate whose base
-file has moved on stops with an error instead of silently testing something else. Writes
-OUT_DIR/<task>/<name>.py, with a comment naming the base file and the spec.
+root, or ``candidate:NAME`` for an earlier candidate of the same spec, so a variant of a variant
+keeps only its own edits) and exact-text replacements, each of which must match exactly once: a
+candidate whose base file has moved on stops with an error instead of silently testing something
+else. Writes OUT_DIR/<task>/<name>.py, with a comment naming the base file and the spec.
 """
 
 from __future__ import annotations
@@ -21,15 +22,23 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def build(spec_path: Path, out_dir: Path) -> list[Path]:
     spec = tomllib.loads(spec_path.read_text(encoding="utf-8"))
-    written = []
+    written, texts = [], {}
     for cand in spec.get("candidates", []):
-        text = (ROOT / cand["base"]).read_text(encoding="utf-8")
+        base = cand["base"]
+        if base.startswith("candidate:"):
+            if base.removeprefix("candidate:") not in texts:
+                raise SystemExit(f"{spec_path}: candidate {cand['name']} starts from {base}, "
+                                 "which no earlier candidate of the spec is")
+            text = texts[base.removeprefix("candidate:")]
+        else:
+            text = (ROOT / base).read_text(encoding="utf-8")
         for i, rep in enumerate(cand.get("replace", [])):
             found = text.count(rep["old"])
             if found != 1:
                 raise SystemExit(f"{spec_path}: candidate {cand['name']}, replacement {i + 1}: "
                                  f"its text occurs {found} times in {cand['base']} (expected once)")
             text = text.replace(rep["old"], rep["new"])
+        texts[cand["name"]] = text
         path = out_dir / cand["task"] / f"{cand['name']}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
         rel = spec_path.resolve().relative_to(ROOT) if spec_path.resolve().is_relative_to(ROOT) else spec_path

@@ -67,7 +67,8 @@ for part in ${PARTS:-b1 b3}; do
          $P gdn env VARIANTS_DIR=/tmp/gdn_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) bash benchmarks/variants_h200.sh ;;
     w4) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-w4a16-candidates/candidates.toml /tmp/w4_c || exit 1
         $P w4 env VARIANTS_DIR=/tmp/w4_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) bash benchmarks/variants_h200.sh ;;
-    fp8) $P fp8 env VARIANTS_DIR=benchmarks/studies/2026-12-04-fp8-candidates/candidates TASK_ORDER=fp8_blockwise_gemm \
+    fp8) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-fp8-candidates/candidates.toml /tmp/fp8_c || exit 1
+         $P fp8 env VARIANTS_DIR=/tmp/fp8_c TASK_ORDER=fp8_blockwise_gemm \
            WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
            EXTRA="--tasks fp8_blockwise_gemm --solution baselines --workloads bench" bash benchmarks/variants_h200.sh ;;
     *) echo "unknown part $part" ;;

@@ -5,8 +5,9 @@ stream and target (sm_90) only, so Triton binds, specialises and compiles but la
 This checks the launch signature and what the launcher's specialisation compiles to (shared
 memory, warps, registers); it runs no kernel and says nothing about results or speed.
 
+    python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-fp8-candidates/candidates.toml /tmp/fp8_c
     /tmp/t36/bin/python benchmarks/studies/2026-12-04-fp8-candidates/launch_compile_check.py \\
-        benchmarks/studies/2026-12-04-fp8-candidates/candidates/fp8_blockwise_gemm/*.py
+        /tmp/fp8_c/fp8_blockwise_gemm/*.py
 """
 
 import importlib.util
