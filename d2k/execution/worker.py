@@ -95,7 +95,7 @@ def load_failure(exc: CandidateFailed, sandbox_meta: dict) -> CandidateFailed:
         layers = ", ".join(name for name, on in sandbox_meta.get("layers", {}).items() if on)
         return CandidateFailed("error", "the sandbox hid the GPU: this worker sees a CUDA device, the candidate "
                                f"process does not (layers on: {layers}); a fault of d2k on this machine, not of "
-                               "the solution (benchmarks/sandbox_cuda_bisect.py shows which part)")
+                               "the solution (benchmarks/sandbox_cuda_probe.py shows which part)")
     return CandidateFailed(exc.status if exc.status in ("crashed", "failed", "skipped") else "error",
                            f"solution failed to import: {exc.reason}", exc.traceback)
 
