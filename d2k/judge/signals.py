@@ -219,7 +219,6 @@ def _scope_at(program, line: int, kernel: str | None = None):
 
 
 def _parse(text: str):
-
     try:
         return ast_parse.parse(text.strip(), mode="eval").body
     except SyntaxError:
