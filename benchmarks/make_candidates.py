@@ -6,18 +6,34 @@ edits (data) rather than full copies of a kernel:
 
 The spec lists, per candidate, its task, name, the file it starts from (relative to the repository
 root, or ``candidate:NAME`` for an earlier candidate of the same spec, so a variant of a variant
-keeps only its own edits) and exact-text replacements, each of which must match exactly once: a
+keeps only its own edits), optionally the git ``commit`` to read that file at (a study whose winner
+was adopted keeps its edits against the file as it was, without a frozen copy; needs the
+repository's history) and exact-text replacements, each of which must match exactly once: a
 candidate whose base file has moved on stops with an error instead of silently testing something
 else. Writes OUT_DIR/<task>/<name>.py, with a comment naming the base file and the spec.
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _at_commit(commit: str, path: str, who: str) -> str:
+    """The text of ``path`` at git ``commit`` (the file as the study's edits were written for it)."""
+    try:
+        done = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"],
+                              capture_output=True, text=True)
+    except FileNotFoundError:
+        raise SystemExit(f"{who} starts from {path} at commit {commit}, and git is not installed") from None
+    if done.returncode != 0:
+        raise SystemExit(f"{who} starts from {path} at commit {commit}, which this checkout cannot "
+                         f"read (a shallow clone or a snapshot without history?): {done.stderr.strip()}")
+    return done.stdout
 
 
 def build(spec_path: Path, out_dir: Path) -> list[Path]:
@@ -30,6 +46,8 @@ def build(spec_path: Path, out_dir: Path) -> list[Path]:
                 raise SystemExit(f"{spec_path}: candidate {cand['name']} starts from {base}, "
                                  "which no earlier candidate of the spec is")
             text = texts[base.removeprefix("candidate:")]
+        elif "commit" in cand:
+            text = _at_commit(cand["commit"], base, f"{spec_path}: candidate {cand['name']}")
         else:
             text = (ROOT / base).read_text(encoding="utf-8")
         for i, rep in enumerate(cand.get("replace", [])):
@@ -42,7 +60,8 @@ def build(spec_path: Path, out_dir: Path) -> list[Path]:
         path = out_dir / cand["task"] / f"{cand['name']}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
         rel = spec_path.resolve().relative_to(ROOT) if spec_path.resolve().is_relative_to(ROOT) else spec_path
-        path.write_text(f"# Candidate {cand['name']}: {cand['base']} with the replacements of {rel}.\n" + text,
+        at = f" as of {cand['commit']}" if "commit" in cand else ""
+        path.write_text(f"# Candidate {cand['name']}: {cand['base']}{at} with the replacements of {rel}.\n" + text,
                         encoding="utf-8")
         written.append(path)
     return written

@@ -29,6 +29,31 @@ Design:
 
 Both kernels are autotuned on (M, N, K). Under TRITON_INTERPRET=1 each has one small config
 and dtypes come from the pointers (the CPU run writes float16).
+
+On sm_90 with e4m3 operands, a bf16 C and N % 8 == 0, the M > SMALL_M_MAX launches take a
+warp-specialized Gluon kernel instead of the persistent Triton one, which stays the path
+everywhere else (adopted from benchmarks/studies/2026-12-04-fp8-candidates, `gluon_ws_bn64_small`:
+on the H200 it took M = 4096 from 0.58-0.62 to 0.76-0.80 of the fp8 peak):
+
+* Partitions: one producer warp issues the TMA loads of A [128, 128] and B [BN, 128] into a ring
+  of STAGES shared-memory stages (one scale group each, ready/empty mbarriers); each of the two
+  consumer warpgroups is a partition of its own and owns 64 rows of the 128 x BN tile.
+* Per group a consumer issues four m64nBNk32 wgmma into a fresh fp32 partial (the first one
+  with the accumulator input off), loads its two row scales of As and the tile's Bs scalar while
+  they run, waits, releases the stage (one arrival per warpgroup) and promotes:
+  acc += partial * As[m, g] * Bs[n // 128, g]. The warpgroups never synchronise with each other,
+  so one promotes while the other's wgmma keeps the tensor cores busy.
+* Registers: setmaxnreg gives each consumer 232 and the producer 40 (ptxas uses <= 149 in a
+  consumer at BN = 128: 64 for the accumulator, 64 for the partial; no spills). Shared memory:
+  6 stages x 32 KB + two 16 KB bf16 staging tiles = 229640 B (sm_90 allows 232448).
+* Epilogue: each warpgroup converts its 64 x BN tile to bf16 into its own staging tile and
+  issues a TMA store (clipped at M and N); it waits for that store only before reusing the tile
+  one output tile later, while the producer is already loading the next tile's stages.
+* Persistent: min(#SMs, #tiles) programs walk the tiles in the grouped order of the Triton path;
+  all three partitions walk the same sequence, so the ring's phases line up.
+* When 128 x 128 tiles would number fewer than two per SM (m128_n24576: 192 tiles on 132 SMs,
+  so 60 SMs do twice the work of the other 72), the tiles are 128 x 64 in 8 stages of 24 KB
+  (384 tiles, 2.9 per SM): a better-balanced last round for more A traffic from L2.
 """
 import os
 
@@ -262,9 +287,210 @@ _SK_MIN_BM = min(c.kwargs["BM"] for c in _SK)
 _SK_MIN_BN = min(c.kwargs["BN"] for c in _SK)
 
 
+
+
+# --------------------------------------------------------------------------------------------
+# M > SMALL_M_MAX on sm_90: warp-specialized Gluon kernel
+# --------------------------------------------------------------------------------------------
+# Three partitions share a ring of STAGES shared-memory stages, each holding one 128-wide scale
+# group: A [128, 128] and B [BN, 128] e4m3, filled by TMA. A one-warp producer walks the same
+# tile sequence as the consumers and only issues TMA loads. Each of the two consumer warpgroups
+# is its own partition and owns 64 rows of the 128-row tile: it waits for a stage, issues the
+# group's wgmma into a fresh fp32 partial, loads its row scales while the wgmma runs, waits,
+# releases the stage (the stage's "empty" barrier counts one arrival per warpgroup) and promotes
+# the partial into its fp32 accumulator. The warpgroups never wait for each other, so one
+# promotes while the other's wgmma occupies the tensor cores (the overlap DeepGEMM gets); in
+# the Triton kernel both share one instruction stream and its per-stage barriers.
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as ttgl
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared,
+        mbarrier,
+        tma,
+        warpgroup_mma,
+        warpgroup_mma_wait,
+    )
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
+    # spelled differently across Triton versions (3.6 on the H200 image; 3.9 renamed them)
+    _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+    _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
+    _cta_barrier = getattr(ttgl, "barrier", None) or ttgl.thread_barrier
+    _warp_specialize = ttgl.warp_specialize
+except (ImportError, AttributeError):   # a Triton without Gluon: the Triton kernels serve every shape
+    gluon = None
+
+if gluon is not None:
+    @gluon.jit
+    def _g_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M: ttgl.constexpr):
+        # the grouped raster of _grouped_tile, on scalars
+        width = GROUP_SIZE_M * num_pid_n
+        first_m = (tile // width) * GROUP_SIZE_M
+        rows = ttgl.minimum(num_pid_m - first_m, GROUP_SIZE_M)
+        inner = tile % width
+        return first_m + inner % rows, inner // rows
+
+    @gluon.jit
+    def _g_producer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K,
+                    BN: ttgl.constexpr, STAGES: ttgl.constexpr, GROUP_SIZE_M: ttgl.constexpr):
+        """One warp: TMA loads of every (tile, group) stage, in the consumers' order."""
+        BM: ttgl.constexpr = 128
+        BK: ttgl.constexpr = 128
+        num_pid_m = ttgl.cdiv(M, BM)
+        num_pid_n = ttgl.cdiv(N, BN)
+        k_steps = K // BK
+        it = 0
+        for tile in range(ttgl.program_id(0), num_pid_m * num_pid_n, ttgl.num_programs(0)):
+            pid_m, pid_n = _g_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+            for g in range(k_steps):
+                s = it % STAGES
+                # barriers start in phase 0: the first wait on parity 1 passes (the ring is empty)
+                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                bar = ready.index(s)
+                mbarrier.expect(bar, (BM + BN) * BK)        # out-of-bounds rows arrive zero-filled
+                _tma_load(a_desc, [pid_m * BM, g * BK], bar, a_bufs.index(s))
+                _tma_load(b_desc, [pid_n * BN, g * BK], bar, b_bufs.index(s))
+                it += 1
+
+    @gluon.jit
+    def _g_consumer(a_bufs, b_bufs, c_smem, ready, empty, c_desc, as_ptr, bs_ptr, M, N, K,
+                    stride_as, stride_bs, WG: ttgl.constexpr, BN: ttgl.constexpr,
+                    STAGES: ttgl.constexpr, GROUP_SIZE_M: ttgl.constexpr):
+        """One warpgroup: rows [64 WG, 64 WG + 64) of every tile of this program."""
+        BM: ttgl.constexpr = 128
+        BK: ttgl.constexpr = 128
+        HM: ttgl.constexpr = 64                   # rows per warpgroup (one m64 wgmma)
+        # one wgmma's N. BN = 256 (two 128-wide halves, acc 2 x 64 + partial 64 registers) is kept
+        # for the offline screen only: run() never launches it, it spills in the loop (README.md)
+        WN: ttgl.constexpr = 128 if BN > 128 else BN
+        MMA: ttgl.constexpr = ttgl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                          instr_shape=[16, WN, 32])
+        ROW: ttgl.constexpr = ttgl.SliceLayout(1, MMA)
+        num_pid_m = ttgl.cdiv(M, BM)
+        num_pid_n = ttgl.cdiv(N, BN)
+        k_steps = K // BK
+        it = 0
+        rows0 = ttgl.arange(0, HM, layout=ROW)
+        part = ttgl.zeros([HM, WN], ttgl.float32, MMA)
+        for tile in range(ttgl.program_id(0), num_pid_m * num_pid_n, ttgl.num_programs(0)):
+            pid_m, pid_n = _g_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+            off_m = pid_m * BM + WG * HM
+            off_n = pid_n * BN
+            rows = off_m + rows0
+            row_ok = rows < M
+            as_row = as_ptr + rows * stride_as          # As[m, g]: 2 rows per thread, L1-resident
+            bs_blk = bs_ptr + (off_n // 128) * stride_bs   # Bs[n // 128, g]: one scalar per half
+            acc0 = ttgl.zeros([HM, WN], ttgl.float32, MMA)
+            if BN > 128:
+                acc1 = ttgl.zeros([HM, WN], ttgl.float32, MMA)
+                has_hi = off_n + 128 < N
+            for g in range(k_steps):
+                s = it % STAGES
+                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                a_t = a_bufs.index(s).slice(WG * HM, HM)         # [64, 128], K contiguous
+                b_t = b_bufs.index(s)                           # [BN, 128], K contiguous
+                if BN > 128:
+                    b_lo = b_t.slice(0, WN).permute((1, 0))
+                else:
+                    b_lo = b_t.permute((1, 0))
+                # a fresh 128-deep fp32 partial (use_acc=False: the old registers are not read)
+                tok = warpgroup_mma(a_t, b_lo, part, use_acc=False, is_async=True)
+                # the scales load while the wgmma runs
+                sa = ttgl.load(as_row + g, mask=row_ok, other=0.0)
+                sb0 = ttgl.load(bs_blk + g)
+                if BN > 128:
+                    sb1 = ttgl.load(bs_blk + stride_bs + g, mask=has_hi, other=0.0)
+                    part = warpgroup_mma_wait(0, deps=[tok])
+                    acc0 += part * (sa * sb0)[:, None]
+                    tok = warpgroup_mma(a_t, b_t.slice(WN, WN).permute((1, 0)), part,
+                                        use_acc=False, is_async=True)
+                    part = warpgroup_mma_wait(0, deps=[tok])
+                    mbarrier.arrive(empty.index(s), count=1)     # this warpgroup is done with s
+                    acc1 += part * (sa * sb1)[:, None]
+                else:
+                    part = warpgroup_mma_wait(0, deps=[tok])
+                    mbarrier.arrive(empty.index(s), count=1)
+                    acc0 += part * (sa * sb0)[:, None]
+                it += 1
+            # epilogue: bf16 tile -> this warpgroup's staging buffer -> TMA store (clipped at M, N)
+            # (inside a partition the barrier is a named one of its own 128 threads; the store's
+            # issuing thread waits for its bulk group, the barrier holds the others until it has)
+            tma.store_wait(0)                  # the previous tile's store has read the buffer
+            _cta_barrier()
+            if BN > 128:
+                c_smem.slice(0, WN, dim=1).store(acc0.to(ttgl.bfloat16))
+                c_smem.slice(WN, WN, dim=1).store(acc1.to(ttgl.bfloat16))
+            else:
+                c_smem.store(acc0.to(ttgl.bfloat16))
+            fence_async_shared()
+            _cta_barrier()
+            _tma_store(c_desc, [off_m, off_n], c_smem)
+        tma.store_wait(0)
+
+    @gluon.jit
+    def _fp8_gemm_ws_kernel(a_desc, b_desc, c_desc, as_ptr, bs_ptr, M, N, K, stride_as, stride_bs,
+                            BN: ttgl.constexpr, STAGES: ttgl.constexpr, GROUP_SIZE_M: ttgl.constexpr):
+        """Persistent C = sum_g (A_g . B_g^T) * As[:, g] * Bs[n // 128, g] on 128 x BN tiles."""
+        BM: ttgl.constexpr = 128
+        BK: ttgl.constexpr = 128
+        a_bufs = ttgl.allocate_shared_memory(a_desc.dtype, [STAGES, BM, BK], a_desc.layout)
+        b_bufs = ttgl.allocate_shared_memory(b_desc.dtype, [STAGES, BN, BK], b_desc.layout)
+        c0 = ttgl.allocate_shared_memory(c_desc.dtype, [64, BN], c_desc.layout)
+        c1 = ttgl.allocate_shared_memory(c_desc.dtype, [64, BN], c_desc.layout)
+        ready = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in ttgl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)     # the producer's expect + TMA bytes
+            mbarrier.init(empty.index(i), count=2)     # one arrival per consumer warpgroup
+        fence_async_shared()
+        _cta_barrier()
+        _warp_specialize([
+            (_g_consumer, (a_bufs, b_bufs, c0, ready, empty, c_desc, as_ptr, bs_ptr, M, N, K,
+                           stride_as, stride_bs, 0, BN, STAGES, GROUP_SIZE_M)),
+            (_g_consumer, (a_bufs, b_bufs, c1, ready, empty, c_desc, as_ptr, bs_ptr, M, N, K,
+                           stride_as, stride_bs, 1, BN, STAGES, GROUP_SIZE_M)),
+            (_g_producer, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K,
+                           BN, STAGES, GROUP_SIZE_M)),
+        ], [4, 1], [232, 40])
+
+
 # --------------------------------------------------------------------------------------------
 # Host side
 # --------------------------------------------------------------------------------------------
+
+def _gluon_ok(A, As, B, Bs, out, M, N, K):
+    """The Gluon kernel serves sm_90 launches of the large-M path with e4m3 operands, fp32 scales,
+    a contiguous bf16 C whose rows are 16-byte aligned (TMA store) and 16-byte aligned bases."""
+    return (gluon is not None and not _INTERPRET and A.is_cuda and M > SMALL_M_MAX
+            and A.dtype == torch.float8_e4m3fn and B.dtype == torch.float8_e4m3fn
+            and As.dtype == torch.float32 and Bs.dtype == torch.float32
+            and out.dtype == torch.bfloat16 and out.is_contiguous() and N % 8 == 0 and K % GROUP_K == 0
+            and A.data_ptr() % 16 == 0 and B.data_ptr() % 16 == 0 and out.data_ptr() % 16 == 0
+            and torch.cuda.get_device_capability(A.device) == (9, 0))
+
+
+_G_BN = 128          # output tile 128 x 128: one Bs scalar per (tile, group)
+_G_STAGES = 6        # 6 x 32 KB of operand stages + 2 x 16 KB of C staging = 229640 B
+_G_STAGES_BN64 = 8   # 8 x 24 KB + 2 x 8 KB = 213288 B
+_G_GROUP_SIZE_M = 8
+
+
+def _gluon_launch_args(A, As, B, Bs, out, M, N, K, num_sms):
+    """(args, constexprs and launch options, grid) of _fp8_gemm_ws_kernel for this call."""
+    ab = ttgl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=8, rank=2)
+    cl = ttgl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    # fewer than two 128 x 128 tiles per SM: halve the tile width, so the last round is fuller
+    bn = _G_BN if triton.cdiv(M, 128) * triton.cdiv(N, _G_BN) >= 2 * num_sms else 64
+    a_desc = GluonTensorDescriptor(A, [M, K], [K, 1], [128, GROUP_K], ab)
+    b_desc = GluonTensorDescriptor(B, [N, K], [K, 1], [bn, GROUP_K], ab)
+    c_desc = GluonTensorDescriptor(out, [M, N], [N, 1], [64, bn], cl)
+    tiles = triton.cdiv(M, 128) * triton.cdiv(N, bn)
+    args = (a_desc, b_desc, c_desc, As, Bs, M, N, K, As.stride(0), Bs.stride(0))
+    meta = dict(BN=bn, STAGES=_G_STAGES if bn == _G_BN else _G_STAGES_BN64, GROUP_SIZE_M=_G_GROUP_SIZE_M,
+                num_warps=4)
+    return args, meta, (min(num_sms, tiles),)
+
+
 _NUM_SMS = {}
 _COUNTERS = {}
 
@@ -319,6 +545,9 @@ def run(A, As, B, Bs, C):
         grid = lambda meta: (triton.cdiv(N, meta["BN"]), meta["SPLIT_K"], triton.cdiv(M, meta["BM"]))
         _fp8_gemm_splitk[grid](A, As, B, Bs, out, ws, counters, M, N, K,
                                As.stride(0), Bs.stride(0), out.stride(0), BK=GROUP_K, GROUP_K=GROUP_K)
+    elif _gluon_ok(A, As, B, Bs, out, M, N, K):
+        args, meta, grid = _gluon_launch_args(A, As, B, Bs, out, M, N, K, _num_sms(A.device))
+        _fp8_gemm_ws_kernel[grid](*args, **meta)
     else:
         ast = As.t().contiguous()          # M-major scales: [K/128, M]
         use_tma = _tma_ok(A, B)

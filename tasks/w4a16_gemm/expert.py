@@ -27,6 +27,15 @@ Design (the op is a weight stream at M <= 16: 0.5 byte per weight is all the tra
   stream disjoint K slices of the weights (loads marked evict-first, 3-5 pipeline stages).
   Each CTA writes its fp32 partial to a workspace and bumps a per-tile counter; the last
   arriver sums the partials in a fixed order (deterministic), writes C and re-arms the counter.
+* M = 1 leaves the tensor cores: a CUDA-core GEMV (_w4a16_gemv_kernel) in which each thread
+  dequantizes the words it loaded into fp32 registers and accumulates its own partial sums; the
+  K reduction across threads happens once after the loop, split-K as above. No 16-bit weight
+  tile, no shared-memory layout change.
+* 2 <= M <= 16: the joined weight tile's rows are renamed in registers (_rows_lanes_first)
+  before the dot, so its K-major store into the row-swizzled shared-memory operand hits 8
+  different bank groups per 16-byte phase instead of a few; acc's rows, the scales and C follow
+  the renamed order. (Both adopted from benchmarks/studies/2026-12-04-w4a16-candidates,
+  `gemv_m1_rowperm`: on the H200, M = 1 went 51.0 -> 29.2 us and M = 16 79.7 -> 69.7 us.)
 * Autotuned on (M, N, K); the configs are pruned to BM = next_pow2(M) (16..128). Under
   TRITON_INTERPRET=1 there is one small config and the plain (shift, mask, convert) unpack; the
   dtypes come from the pointers (float16 there).
@@ -93,6 +102,18 @@ def _nibble_planes(w, cty: tl.constexpr, MAGIC: tl.constexpr):
 
 
 @triton.jit
+def _code_f32(w, b: tl.constexpr, magic):
+    """q - 8 in fp32, exactly, for the code q at bits 4b..4b+3 of w (b <= 4).
+
+    (w & 0xF << 4b) | 0x4B000000 is the float 2^23 + q 2^(4b); one fma scales it by 2^(-4b) and
+    subtracts 2^(23 - 4b) + 8 (both exact: the result q - 8 is representable). `magic` is
+    0x4B000000 passed in at run time, so the mask and the OR fold into one LOP3 (a literal there
+    costs a second LOP3: LOP3 takes one immediate)."""
+    f = ((w & (0xF << (4 * b))) | magic).to(tl.float32, bitcast=True)
+    return f * (1.0 / (1 << (4 * b))) - ((1 << (23 - 4 * b)) + 8.0)
+
+
+@triton.jit
 def _unpack_kmajor(w, BN: tl.constexpr, BK: tl.constexpr, cty: tl.constexpr, MAGIC: tl.constexpr):
     """[BN, BK/8] packed words -> [BN, BK] values (q - 8) with k = 8 j + i in natural order.
 
@@ -104,6 +125,21 @@ def _unpack_kmajor(w, BN: tl.constexpr, BK: tl.constexpr, cty: tl.constexpr, MAG
     x0 = tl.join(tl.join(p0, p4), tl.join(p2, p6))
     x1 = tl.join(tl.join(p1, p5), tl.join(p3, p7))
     return tl.reshape(tl.join(x0, x1), (BN, BK))
+
+
+@triton.jit
+def _rows_lanes_first(x, BN: tl.constexpr, BK: tl.constexpr, V: tl.constexpr):
+    """[BN, BK] -> the same rows renamed: row r = (BN / V) lo + hi holds tile row n = V hi + lo.
+
+    The unpacked tile leaves each thread V consecutive rows (lo: its vector of words) and spreads
+    hi over the lanes. The conversion to the wgmma operand stores the tile K-major into shared
+    memory swizzled by row % 8; in natural order the 8 lanes of one 16-byte store phase write
+    rows V or 8 apart, few distinct row % 8 (the conflicted stores of the profile). Renamed, the
+    lanes' rows are consecutive: 8 distinct row % 8, 8 bank groups. reshape and permute move no
+    data, they rename the rows of the register layout. V (4 or 8) is per config: the one the
+    offline count (benchmarks/studies/2026-12-04-w4a16-candidates/smem_conflicts.py) found
+    conflict-free for the layout the compiler picks for that tile."""
+    return tl.reshape(tl.permute(tl.reshape(x, (BN // V, V, BK)), (1, 0, 2)), (BN, BK))
 
 
 @triton.jit
@@ -126,6 +162,7 @@ def _w4a16_kernel(
     M, N, K,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
     SPLIT_K: tl.constexpr, PLANES: tl.constexpr, GROUP_SIZE: tl.constexpr, MAGIC: tl.constexpr,
+    ROWPERM: tl.constexpr = False, RPV: tl.constexpr = 4,
 ):
     """C[tok, n] tiles of A . ((q - 8) * S): computed as C^T = W^T . A^T over a K slice."""
     tl.static_assert(GROUP_SIZE % BK == 0, "a K tile never straddles a scale group")
@@ -150,7 +187,16 @@ def _w4a16_kernel(
     rk = tl.arange(0, BK)
     w_ptrs = wq_ptr + rj[None, :] * N + rn_c[:, None]            # [BN, BK/8] words
     a_ptrs = a_ptr + rm_c[None, :] * K + rk[:, None]             # [BK, BM] = A^T tile
-    s_ptrs = s_ptr + rn_c                                        # [BN]
+    if ROWPERM and not PLANES:
+        # acc's row r is column RPV (r % (BN / RPV)) + r / (BN / RPV) of the tile
+        r = tl.arange(0, BN)
+        rn_acc = pid_n * BN + RPV * (r % (BN // RPV)) + r // (BN // RPV)
+        n_ok_acc = rn_acc < N
+        s_ptrs = s_ptr + tl.where(n_ok_acc, rn_acc, 0)           # [BN], in acc's row order
+    else:
+        rn_acc = rn
+        n_ok_acc = n_ok
+        s_ptrs = s_ptr + rn_c                                    # [BN]
 
     acc = tl.zeros((BN, BM), dtype=tl.float32)
     for ks in tl.range(ks0, ks1):
@@ -174,11 +220,13 @@ def _w4a16_kernel(
             part = tl.dot(p7, a7, part)
         else:
             wd = _unpack_kmajor(w, BN, BK, cty, MAGIC)
+            if ROWPERM:     # acc's rows follow (rn_acc): the scales, C and the partials too
+                wd = _rows_lanes_first(wd, BN, BK, RPV)
             part = tl.dot(wd, a)                                  # exact (q - 8), fp32 result
         acc += part * s.to(tl.float32)[:, None]                   # one scale per column
 
-    c_ptrs = c_ptr + rm[None, :] * N + rn[:, None]
-    c_mask = n_ok[:, None] & m_ok[None, :]
+    c_ptrs = c_ptr + rm[None, :] * N + rn_acc[:, None]
+    c_mask = n_ok_acc[:, None] & m_ok[None, :]
     if SPLIT_K == 1:
         tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
     else:
@@ -196,13 +244,115 @@ def _w4a16_kernel(
             tl.atomic_xchg(count_ptr + tile, 0, sem="relaxed", scope="gpu")
 
 
+@triton.jit
+def _w4a16_gemv_kernel(
+    a_ptr, wq_ptr, s_ptr, c_ptr, ws_ptr, count_ptr,
+    N, K, magic,
+    NR: tl.constexpr, BKW: tl.constexpr, SPLIT_K: tl.constexpr, GROUP_SIZE: tl.constexpr,
+    PREFETCH: tl.constexpr,
+):
+    """M = 1: c[n] = sum_k a[k] (q[k, n] - 8) S[k / 128, n] on the CUDA cores, fp32 throughout.
+
+    No tensor cores and no 16-bit weight tile: each thread dequantizes the words it loaded in
+    registers and multiplies them into an fp32 accumulator of its own; the K reduction across
+    threads happens once, after the loop. A program owns BN = 128 NR columns, viewed as
+    [NR, 128]: a warp's 32 lanes x 4 columns (one 16-byte load each) span 128 columns, the
+    warps split the BKW words of a K step, and the NR column blocks stay in each thread's
+    registers, so a thread reuses each activation it loads over 4 NR columns. A K step is BKW
+    words (8 BKW codes) per column, inside one scale group."""
+    tl.static_assert(GROUP_SIZE % (8 * BKW) == 0, "a K step never straddles a scale group")
+    BN: tl.constexpr = 128 * NR
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    BK: tl.constexpr = 8 * BKW
+    k_steps = K // BK
+    per_split = tl.cdiv(k_steps, SPLIT_K)
+    ks0 = pid_k * per_split
+    ks1 = tl.minimum(ks0 + per_split, k_steps)
+
+    rr = tl.arange(0, NR)
+    rc = tl.arange(0, 128)
+    rn = pid_n * BN + rr[:, None] * 128 + rc[None, :]            # [NR, 128] columns
+    n_ok = rn < N
+    rn_c = tl.max_contiguous(tl.multiple_of(tl.where(n_ok, rn, 0), [1, 128]), [1, 128])
+    rj = tl.arange(0, BKW)
+    # [BKW, NR, 128]: the compiler gives its warps to the leading dimension and keeps the NR
+    # column blocks in registers (in [NR, BKW, 128] order the warps went to NR instead)
+    w_ptrs = wq_ptr + rj[:, None, None] * N + rn_c[None, :, :]   # [BKW, NR, 128] words
+    # the scales in the weights' own layout (every warp loads its columns' 4 scales; a
+    # [1, NR, 128] tile would get a layout of its own and a shared-memory conversion per step)
+    rn_s = tl.max_contiguous(tl.multiple_of(tl.where(n_ok, rn, 0), [1, 4]), [1, 4])
+    s_ptrs = s_ptr + (0 * rj)[:, None, None] + rn_s[None, :, :]  # [BKW, NR, 128]
+    acc = tl.zeros((BKW, NR, 128), dtype=tl.float32)
+    if PREFETCH:   # the loop has no dot, so the compiler does not pipeline it: do it by hand
+        w_next = tl.load(w_ptrs + ks0 * BKW * N, mask=(rj * 0 + ks0 < ks1)[:, None, None],
+                         eviction_policy="evict_first")
+    for ks in tl.range(ks0, ks1):
+        k0 = ks * BK
+        if PREFETCH:   # the next step's words are in flight while this step's are used
+            w = w_next
+            w_next = tl.load(w_ptrs + (k0 // 8 + BKW) * N,
+                             mask=(rj * 0 + ks + 1 < ks1)[:, None, None], eviction_policy="evict_first")
+        else:
+            w = tl.load(w_ptrs + (k0 // 8) * N, eviction_policy="evict_first")   # read once
+        s = tl.load(s_ptrs + (k0 // GROUP_SIZE) * N).to(tl.float32)
+        a_row = (a_ptr + k0 + 8 * rj)[:, None, None]                        # a[8 j + i]
+        # code i of word j: bits 4i..4i+3 of w (i <= 4), or bits 4(i-3).. of w >> 12 (i >= 5)
+        w_hi = w >> 12
+        part = _code_f32(w, 0, magic) * tl.load(a_row + 0).to(tl.float32)
+        part += _code_f32(w, 1, magic) * tl.load(a_row + 1).to(tl.float32)
+        part += _code_f32(w, 2, magic) * tl.load(a_row + 2).to(tl.float32)
+        part += _code_f32(w, 3, magic) * tl.load(a_row + 3).to(tl.float32)
+        part += _code_f32(w, 4, magic) * tl.load(a_row + 4).to(tl.float32)
+        part += _code_f32(w_hi, 2, magic) * tl.load(a_row + 5).to(tl.float32)
+        part += _code_f32(w_hi, 3, magic) * tl.load(a_row + 6).to(tl.float32)
+        part += _code_f32(w_hi, 4, magic) * tl.load(a_row + 7).to(tl.float32)
+        acc += part * s                                           # one scale per column
+    c = tl.sum(acc, axis=0)                                       # [NR, 128]
+    if SPLIT_K == 1:
+        tl.store(c_ptr + rn, c.to(c_ptr.dtype.element_ty), mask=n_ok)
+    else:
+        rb = rr[:, None] * 128 + rc[None, :]
+        tile_ws = ws_ptr + pid_n.to(tl.int64) * (SPLIT_K * BN)
+        tl.store(tile_ws + pid_k * BN + rb, c)
+        tl.debug_barrier()   # all of this CTA's partial is written before the release below
+        arrived = tl.atomic_add(count_ptr + pid_n, 1, sem="acq_rel", scope="gpu")
+        if arrived == SPLIT_K - 1:
+            total = tl.zeros((NR, 128), dtype=tl.float32)
+            for sidx in tl.static_range(SPLIT_K):     # fixed order: deterministic
+                total += tl.load(tile_ws + sidx * BN + rb, cache_modifier=".cg")
+            tl.store(c_ptr + rn, total.to(c_ptr.dtype.element_ty), mask=n_ok)
+            tl.atomic_xchg(count_ptr + pid_n, 0, sem="relaxed", scope="gpu")
+
+
+def _gemv_configs():
+    if _INTERPRET:
+        return [triton.Config({"NR": 1, "BKW": 16, "SPLIT_K": 2, "PREFETCH": True},
+                              num_warps=4, num_stages=1)]
+    out = []
+    # BN = 128 NR columns: 56-224 column tiles at N = 28672; SPLIT_K 2-8 fills 132 SMs. The
+    # warps split the BKW words of a step: BKW = num_warps puts one word row in each thread.
+    for nr, bkw, warps in ((2, 8, 8), (4, 8, 8), (2, 16, 8), (4, 4, 4), (2, 8, 4)):
+        for split in (2, 4, 8):
+            for prefetch in (False, True):
+                out.append(triton.Config({"NR": nr, "BKW": bkw, "SPLIT_K": split, "PREFETCH": prefetch},
+                                         num_warps=warps, num_stages=1))
+    return out
+
+
+_gemv = triton.autotune(configs=_gemv_configs(), key=["N", "K"])(_w4a16_gemv_kernel)
+_GEMV_CFGS = _gemv_configs()
+
+
 def _configs():
     if _INTERPRET:
         return [triton.Config({"BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 2, "PLANES": False},
                               num_warps=4, num_stages=2)]
 
     def cfg(bm, bn, bk, split, stages, warps=4, planes=False):
-        return triton.Config({"BM": bm, "BN": bn, "BK": bk, "SPLIT_K": split, "PLANES": planes},
+        # RPV: _rows_lanes_first's row group, the one the offline count found conflict-free
+        return triton.Config({"BM": bm, "BN": bn, "BK": bk, "SPLIT_K": split, "PLANES": planes,
+                              "RPV": 8 if (bn, bk) == (128, 128) else 4},
                              num_warps=warps, num_stages=stages)
 
     out = []
@@ -244,7 +394,7 @@ def _prune(configs, named_args, **kwargs):
 
 _w4a16 = triton.autotune(
     configs=_configs(),
-    key=["M", "N", "K", "MAGIC"],
+    key=["M", "N", "K", "MAGIC", "ROWPERM"],
     prune_configs_by=None if _INTERPRET else {"early_config_prune": _prune},
 )(_w4a16_kernel)
 
@@ -270,6 +420,15 @@ def run(A, Wq, S):
     C = torch.empty((M, N), dtype=A.dtype, device=A.device)
     if M == 0 or N == 0:
         return C
+    if M == 1:
+        # a single token: the CUDA-core GEMV (no tensor cores, no shared-memory layout change)
+        bns = [(128 * c.kwargs["NR"], c.kwargs["SPLIT_K"]) for c in _GEMV_CFGS]
+        ws = torch.empty(max(split * triton.cdiv(N, bn) * bn for bn, split in bns),
+                         dtype=torch.float32, device=A.device)
+        counters = _counters(A.device, triton.cdiv(N, min(bn for bn, _ in bns)))
+        grid = lambda meta: (triton.cdiv(N, 128 * meta["NR"]), meta["SPLIT_K"])
+        _gemv[grid](A, Wq, S, C, ws, counters, N, K, 0x4B000000, GROUP_SIZE=GROUP)
+        return C
     magic = (not _INTERPRET) and A.is_cuda and A.dtype == torch.bfloat16
     # workspace for the largest split-K partial set among the configs this M can pick
     want = max(16, min(128, triton.next_power_of_2(M)))
@@ -279,5 +438,5 @@ def run(A, Wq, S):
     ws = torch.empty(ws_elems, dtype=torch.float32, device=A.device)
     counters = _counters(A.device, triton.cdiv(M, _MIN_BM) * triton.cdiv(N, _MIN_BN))
     grid = lambda meta: (triton.cdiv(N, meta["BN"]), meta["SPLIT_K"], triton.cdiv(M, meta["BM"]))
-    _w4a16[grid](A, Wq, S, C, ws, counters, M, N, K, GROUP_SIZE=GROUP, MAGIC=magic)
+    _w4a16[grid](A, Wq, S, C, ws, counters, M, N, K, GROUP_SIZE=GROUP, MAGIC=magic, ROWPERM=M <= 16)
     return C

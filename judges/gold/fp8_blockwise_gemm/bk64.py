@@ -1,9 +1,9 @@
 """Expert FP8 block-scaled GEMM with BLOCK_K = 128 ablated (gold-set ablation `bk64`).
 
-Identical to tasks/fp8_blockwise_gemm/expert.py except that both kernels step K by 64 (half a
-scale group): every iteration re-derives its group index (k // 128) and reloads the A and B
-scales for it, and each 64-wide partial product is scaled and promoted separately. Still the
-same sum.
+Identical to tasks/fp8_blockwise_gemm/expert.py as of a0298f0 (before its Gluon path) except
+that both kernels step K by 64 (half a scale group): every iteration re-derives its group index
+(k // 128) and reloads the A and B scales for it, and each 64-wide partial product is scaled and
+promoted separately. Still the same sum.
 
 Expert FP8 GEMM with DeepSeek-style block-wise scales.
 

@@ -1,10 +1,10 @@
 """Expert FP8 block-scaled GEMM with the persistent tile loop ablated (gold-set ablation
 `no_persistent`).
 
-Identical to tasks/fp8_blockwise_gemm/expert.py except that the large-M kernel is launched with
-one program per output tile (grid = number of tiles) and computes exactly one tile: no loop over
-tiles, no programs-per-SM setting. The grouped tile order, the M-major A scales, TMA and the
-per-group fp32 promotion are unchanged.
+Identical to tasks/fp8_blockwise_gemm/expert.py as of a0298f0 (before its Gluon path) except
+that the large-M kernel is launched with one program per output tile (grid = number of tiles)
+and computes exactly one tile: no loop over tiles, no programs-per-SM setting. The grouped tile
+order, the M-major A scales, TMA and the per-group fp32 promotion are unchanged.
 
 Expert FP8 GEMM with DeepSeek-style block-wise scales.
 

@@ -1,11 +1,11 @@
 """Expert FP8 block-scaled GEMM with the fp32 promotion ablated (gold-set ablation `no_promotion`).
 
-Identical to tasks/fp8_blockwise_gemm/expert.py except that neither kernel takes a fresh dot
-result per scale group any more: the running sum is kept in units of the current group's scale
-and passed into tl.dot as its accumulator (acc = dot(a, b, acc * s_prev / s_cur)), with one
-final multiply by the last group's scale. The tensor core therefore accumulates across all of
-K instead of 128 elements at a time. The result is the same sum (scales are positive), so it is
-still correct to the task's tolerance.
+Identical to tasks/fp8_blockwise_gemm/expert.py as of a0298f0 (before its Gluon path) except
+that neither kernel takes a fresh dot result per scale group any more: the running sum is kept
+in units of the current group's scale and passed into tl.dot as its accumulator (acc = dot(a, b,
+acc * s_prev / s_cur)), with one final multiply by the last group's scale. The tensor core
+therefore accumulates across all of K instead of 128 elements at a time. The result is the same
+sum (scales are positive), so it is still correct to the task's tolerance.
 
 Expert FP8 GEMM with DeepSeek-style block-wise scales.
 

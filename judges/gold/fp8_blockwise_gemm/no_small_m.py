@@ -1,8 +1,9 @@
 """Expert FP8 block-scaled GEMM with the small-M path ablated (gold-set ablation `no_small_m`).
 
-Identical to tasks/fp8_blockwise_gemm/expert.py except that there is no small-M kernel: every M
-goes to the persistent large-tile kernel (its autotuned list, keyed on M, N, K, still holds
-64-row tiles), so decode-like shapes get no split-K and no 16/32-row tiles.
+Identical to tasks/fp8_blockwise_gemm/expert.py as of a0298f0 (before its Gluon path) except
+that there is no small-M kernel: every M goes to the persistent large-tile kernel (its autotuned
+list, keyed on M, N, K, still holds 64-row tiles), so decode-like shapes get no split-K and no
+16/32-row tiles.
 
 Expert FP8 GEMM with DeepSeek-style block-wise scales.
 

@@ -1,11 +1,11 @@
 """Expert FP8 block-scaled GEMM with the fp8 tensor-core path ablated (gold-set ablation
 `upcast_operands`).
 
-Identical to tasks/fp8_blockwise_gemm/expert.py except that the e4m3 tiles, once loaded (still
-through TMA descriptors on the large-M path), are converted to C's 16-bit dtype before tl.dot,
-so the tensor cores run a bf16 MMA at half the fp8 rate. The conversion is exact (every e4m3
-value is a bf16/fp16 value) and the scales are still applied to each group's fresh fp32
-partial, so the result is unchanged.
+Identical to tasks/fp8_blockwise_gemm/expert.py as of a0298f0 (before its Gluon path) except
+that the e4m3 tiles, once loaded (still through TMA descriptors on the large-M path), are
+converted to C's 16-bit dtype before tl.dot, so the tensor cores run a bf16 MMA at half the fp8
+rate. The conversion is exact (every e4m3 value is a bf16/fp16 value) and the scales are still
+applied to each group's fresh fp32 partial, so the result is unchanged.
 
 Expert FP8 GEMM with DeepSeek-style block-wise scales.
 

@@ -1,10 +1,11 @@
 """Expert w4a16 GEMM with the in-loop dequantization ablated (gold-set ablation `materialize_w`).
 
-Identical to tasks/w4a16_gemm/expert.py except that the codes are not unpacked inside the GEMM:
-a first kernel unpacks the whole Wq (same join/reshape and magic-number conversion) into a
-16-bit [N, K] tensor of exact (q - 8) values in global memory, and the GEMM kernel then streams
-that tensor (4x the packed bytes) with the factored per-tile scale and split-K unchanged (the
-nibble-plane alternative has nothing to do there and is gone).
+Identical to tasks/w4a16_gemm/expert.py as of a0298f0 (before its M = 1 GEMV and row renaming)
+except that the codes are not unpacked inside the GEMM: a first kernel unpacks the whole Wq
+(same join/reshape and magic-number conversion) into a 16-bit [N, K] tensor of exact (q - 8)
+values in global memory, and the GEMM kernel then streams that tensor (4x the packed bytes) with
+the factored per-tile scale and split-K unchanged (the nibble-plane alternative has nothing to
+do there and is gone).
 
 Expert GPTQ int4-weight x 16-bit-activation GEMM (symmetric, zero point 8, group 128).
 

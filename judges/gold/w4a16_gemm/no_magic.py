@@ -1,9 +1,9 @@
 """Expert w4a16 GEMM with the magic-number conversion ablated (gold-set ablation `no_magic`).
 
-Identical to tasks/w4a16_gemm/expert.py except that the codes are always turned into 16-bit
-values with shifts, 4-bit masks and int -> float conversions (the expert's interpreter path):
-no inline PTX, no exponent-bias trick. Both unpack forms, the factored scale and split-K are
-unchanged.
+Identical to tasks/w4a16_gemm/expert.py as of a0298f0 (before its M = 1 GEMV and row renaming)
+except that the codes are always turned into 16-bit values with shifts, 4-bit masks and int ->
+float conversions (the expert's interpreter path): no inline PTX, no exponent-bias trick. Both
+unpack forms, the factored scale and split-K are unchanged.
 
 Expert GPTQ int4-weight x 16-bit-activation GEMM (symmetric, zero point 8, group 128).
 

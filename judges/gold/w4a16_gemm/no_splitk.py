@@ -1,8 +1,9 @@
 """Expert w4a16 GEMM with split-K ablated (gold-set ablation `no_splitk`).
 
-Identical to tasks/w4a16_gemm/expert.py except that K is never split: the grid is (N tiles) x
-(token tiles) and each program runs the whole K range and stores its tile; there is no
-workspace, no arrival counter and no SPLIT_K in the configs.
+Identical to tasks/w4a16_gemm/expert.py as of a0298f0 (before its M = 1 GEMV and row renaming)
+except that K is never split: the grid is (N tiles) x (token tiles) and each program runs the
+whole K range and stores its tile; there is no workspace, no arrival counter and no SPLIT_K in
+the configs.
 
 Expert GPTQ int4-weight x 16-bit-activation GEMM (symmetric, zero point 8, group 128).
 

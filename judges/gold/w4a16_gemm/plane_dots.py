@@ -1,9 +1,10 @@
 """Expert w4a16 GEMM with the join/reshape unpack ablated (gold-set ablation `plane_dots`).
 
-Identical to tasks/w4a16_gemm/expert.py except that only the nibble-plane form is left: the 8
-planes of the loaded words are never interleaved back into K order; each plane i (codes
-k = 8 j + i) is dotted with the matching rows of the A^T tile (split into 8 row planes with
-tl.split), 8 dots per K tile, BK fixed at 128. No tl.join, no weight reshape.
+Identical to tasks/w4a16_gemm/expert.py as of a0298f0 (before its M = 1 GEMV and row renaming)
+except that only the nibble-plane form is left: the 8 planes of the loaded words are never
+interleaved back into K order; each plane i (codes k = 8 j + i) is dotted with the matching rows
+of the A^T tile (split into 8 row planes with tl.split), 8 dots per K tile, BK fixed at 128. No
+tl.join, no weight reshape.
 
 Expert GPTQ int4-weight x 16-bit-activation GEMM (symmetric, zero point 8, group 128).
 

@@ -1,9 +1,10 @@
 """Expert w4a16 GEMM with the factored group scale ablated (gold-set ablation `scale_in_tile`).
 
-Identical to tasks/w4a16_gemm/expert.py except that each K tile's scale row is multiplied into
-the dequantized weights (in fp32, rounded back to the 16-bit operand dtype) before the dot(s),
-which then accumulate straight into the fp32 accumulator: the scale no longer factors out of
-the dot onto its fp32 result. K tiles still lie inside one group (one scale row per tile).
+Identical to tasks/w4a16_gemm/expert.py as of a0298f0 (before its M = 1 GEMV and row renaming)
+except that each K tile's scale row is multiplied into the dequantized weights (in fp32, rounded
+back to the 16-bit operand dtype) before the dot(s), which then accumulate straight into the
+fp32 accumulator: the scale no longer factors out of the dot onto its fp32 result. K tiles still
+lie inside one group (one scale row per tile).
 
 Expert GPTQ int4-weight x 16-bit-activation GEMM (symmetric, zero point 8, group 128).
 
