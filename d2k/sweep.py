@@ -12,6 +12,7 @@ import json
 import os
 import queue
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from pathlib import Path
 from d2k import supervisor
 from d2k.content import Benchmark
 from d2k.errors import D2KError
+from d2k.execution.gpu_clocks import ClockMonitor
 from d2k.execution.probe import probe_environment
 from d2k.job_payload import evaluation_job, timing_settings
 from d2k.schema import Workload
@@ -222,6 +224,13 @@ def run_sweep(
         if progress and hasattr(progress, "warn"):
             progress.warn(f"D2K_GPU_SHARE={share}: {share} solutions share each GPU; their times are contended "
                           "(flagged gpu_shared_by) and are not kernel speed")
+    # the clocks, power and temperature each GPU evaluation ran under (read, never set; D2K_GPU_CLOCKS=0: off)
+    clocks = None
+    if backend == "cuda" and os.environ.get("D2K_GPU_CLOCKS", "1") != "0":
+        clocks = ClockMonitor()
+        if not clocks.start():
+            log.write("warning", {"gpu_clocks": clocks.error})
+            clocks = None
     lock = threading.Lock()        # the store, the log and the progress are written from several threads
     cancel = threading.Event()
     slots: queue.Queue = queue.Queue()
@@ -241,8 +250,15 @@ def run_sweep(
                 job["sandbox"]["hide"] += [str(store_path), str(store_path) + ".wal"]
             context = {"run_id": run_id, "solution_id": solution.solution_id, "task_id": solution.task_id,
                        "env_id": env["env_id"], "backend": backend, "solution": solution.label}
+            started: dict[str, float] = {}
 
             def on_record(record: dict) -> None:
+                if clocks is not None and isinstance(record.get("timing"), dict):
+                    # the whole evaluation (checks, warm-up and timing) of this workload
+                    window = clocks.window(job["env"]["CUDA_VISIBLE_DEVICES"],
+                                           started.get(record.get("workload_id"), time.monotonic()), time.monotonic())
+                    if window:
+                        record["timing"]["gpu_clocks"] = window
                 with lock:
                     if backend == "cuda":
                         below_speed_of_light(store, record)
@@ -257,6 +273,7 @@ def run_sweep(
                             progress.record(record)  # e.g. a table written as records arrive
 
             def on_start(workload_id: str) -> None:
+                started[workload_id] = time.monotonic()
                 if progress:
                     with lock:
                         progress.workload(f"{solution.task_id} · {solution.label} · {workload_id}")
@@ -291,6 +308,8 @@ def run_sweep(
         status = "failed"
         raise
     finally:
+        if clocks is not None:
+            clocks.stop()
         store.finish_run(run_id, status)
         try:
             log.close()

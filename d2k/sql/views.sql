@@ -63,6 +63,9 @@ SELECT
     -- side (timing.profiler_slowed): timed without the profiler, its time is partly the host's
     -- (benchmarks/studies/2026-12-04-host-sync)
     e.waits_for_device,
+    -- the SM clock (median of nvidia-smi's 100 ms samples) while the evaluation ran: nobody fixes the
+    -- clocks, so a latency-bound kernel's time follows it (d2k/execution/gpu_clocks.py)
+    e.sm_clock_mhz,
     -- the share of timed calls the host issued later than their device-side hold: the window then
     -- holds idle device time, so near 1 the figure is the host's issue rate, not the GPU's
     -- (moe_align_block_size's references on the H200: benchmarks/studies/2026-12-04-host-sync, section 6)
@@ -80,6 +83,7 @@ FROM (
            arg_max(try_cast(timing->>'$.host_issue_ms' AS DOUBLE), k) AS host_issue_ms,
            arg_max(try_cast(timing->>'$.waits_for_device' AS BOOLEAN), k) AS waits_for_device,
            arg_max(try_cast(timing->>'$.late_calls' AS DOUBLE), k) AS late_calls,
+           arg_max(try_cast(timing->>'$.gpu_clocks.sm_mhz_median' AS DOUBLE), k) AS sm_clock_mhz,
            arg_max(event_median_ms, k) AS event_median_ms, arg_max(span_median_ms, k) AS span_median_ms,
            arg_max(kernel_sum_median_ms, k) AS kernel_sum_median_ms, arg_max(kernels_per_call, k) AS kernels_per_call,
            arg_max(kernel_less, k) AS kernel_less, arg_max(flags, k) AS flags, max(created_at) AS created_at

@@ -1,0 +1,98 @@
+"""d2k/execution/gpu_clocks.py against a fake nvidia-smi: samples are attributed to the device and
+the time window asked for, the clock-limit mask is decoded, an older driver's field spelling is
+used when the newer is refused, and a missing or failing nvidia-smi leaves evaluations without
+clocks instead of failing them."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from d2k.execution.gpu_clocks import ClockMonitor
+
+# GPU 0 runs at 1980 MHz limited by the power cap (0x4); GPU 1 at 1500 MHz, nothing limiting it
+FAKE = r"""#!/bin/sh
+case "$*" in *{refuse}*) echo "Field is not a valid field to query." >&2; exit 2;; esac
+line() {{
+  echo "0, GPU-aaaa, 1980, 3201, 650.5, 61, 0x0000000000000004"
+  echo "1, GPU-bbbb, 1500, 3201, 300.0, 45, 0x0000000000000000"
+}}
+case "$*" in
+  *loop-ms*) while true; do line; sleep 0.02; done;;
+  *) line;;
+esac
+"""
+
+
+def _fake(tmp_path, refuse="no-such-field"):
+    path = tmp_path / "nvidia-smi"
+    path.write_text(FAKE.format(refuse=refuse))
+    os.chmod(path, 0o755)
+    return str(path)
+
+
+def _sampled(monitor: ClockMonitor, device: str):
+    assert monitor.start(), monitor.error
+    try:
+        start = time.monotonic()
+        deadline = start + 10
+        window = None
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            window = monitor.window(device, start, time.monotonic())
+            if window and window["samples"] >= 3:
+                break
+        return window
+    finally:
+        monitor.stop()
+
+
+def test_a_window_holds_only_its_device(tmp_path):
+    window = _sampled(ClockMonitor(interval_ms=20, executable=_fake(tmp_path)), "0")
+    assert window["samples"] >= 3
+    assert window["sm_mhz_min"] == window["sm_mhz_max"] == 1980.0
+    assert window["power_w_max"] == 650.5 and window["temperature_c_max"] == 61.0
+    assert window["clock_limited_by"] == ["sw_power_cap"]
+
+
+def test_a_device_named_by_uuid(tmp_path):
+    window = _sampled(ClockMonitor(interval_ms=20, executable=_fake(tmp_path)), "GPU-bbbb")
+    assert window["sm_mhz_median"] == 1500.0 and window["clock_limited_by"] == []
+
+
+def test_a_window_before_the_samples_is_empty(tmp_path):
+    monitor = ClockMonitor(interval_ms=20, executable=_fake(tmp_path))
+    before = time.monotonic()
+    window = _sampled(monitor, "0")
+    assert window is not None
+    assert monitor.window("0", before - 10, before - 5) is None
+    assert monitor.window("7", before, time.monotonic()) is None     # no such GPU
+
+
+def test_the_older_reason_field_is_used_when_the_newer_is_refused(tmp_path):
+    monitor = ClockMonitor(interval_ms=20, executable=_fake(tmp_path, refuse="clocks_event_reasons"))
+    window = _sampled(monitor, "0")
+    assert monitor.reason_field == "clocks_throttle_reasons.active"
+    assert window["clock_limited_by"] == ["sw_power_cap"]
+
+
+def test_without_any_reason_field_the_clocks_still_come(tmp_path):
+    monitor = ClockMonitor(interval_ms=20, executable=_fake(tmp_path, refuse="reasons"))
+    window = _sampled(monitor, "0")
+    assert monitor.reason_field is None
+    assert window["sm_mhz_median"] == 1980.0 and "clock_limited_by" not in window
+
+
+def test_no_nvidia_smi_means_no_clocks(tmp_path):
+    monitor = ClockMonitor(executable=str(tmp_path / "absent-nvidia-smi"))
+    assert not monitor.start() and "not found" in monitor.error
+    assert monitor.window("0", 0.0, time.monotonic()) is None
+    monitor.stop()
+
+
+def test_a_failing_nvidia_smi_means_no_clocks(tmp_path):
+    path = tmp_path / "nvidia-smi"
+    path.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n")
+    os.chmod(path, 0o755)
+    monitor = ClockMonitor(executable=str(path))
+    assert not monitor.start() and "NVIDIA-SMI has failed" in monitor.error
