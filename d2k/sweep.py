@@ -253,12 +253,11 @@ def run_sweep(
             started: dict[str, float] = {}
 
             def on_record(record: dict) -> None:
-                if clocks is not None and isinstance(record.get("timing"), dict):
+                if clocks is not None:
                     # the whole evaluation (checks, warm-up and timing) of this workload
-                    window = clocks.window(job["env"]["CUDA_VISIBLE_DEVICES"],
-                                           started.get(record.get("workload_id"), time.monotonic()), time.monotonic())
-                    if window:
-                        record["timing"]["gpu_clocks"] = window
+                    now = time.monotonic()
+                    clocks.annotate(record, job["env"]["CUDA_VISIBLE_DEVICES"],
+                                    started.get(record.get("workload_id"), now), now)
                 with lock:
                     if backend == "cuda":
                         below_speed_of_light(store, record)

@@ -118,6 +118,18 @@ class ClockMonitor:
             out["clock_limited_by"] = [name for bit, name in REASONS.items() if mask & bit]
         return out
 
+    def annotate(self, record: dict, device: str | None, start: float, end: float) -> None:
+        """Store the window in a timed record's ``timing.gpu_clocks``; flag it ``clock_limited``
+        when power or heat held the clock down meanwhile. A record without timing is left alone."""
+        if not isinstance(record.get("timing"), dict):
+            return
+        window = self.window(device, start, end)
+        if not window:
+            return
+        record["timing"]["gpu_clocks"] = window
+        if window.get("clock_limited_by"):
+            record["flags"] = {**(record.get("flags") or {}), "clock_limited": window["clock_limited_by"]}
+
     def stop(self) -> None:
         if self._proc is not None:
             self._proc.terminate()

@@ -96,3 +96,23 @@ def test_a_failing_nvidia_smi_means_no_clocks(tmp_path):
     os.chmod(path, 0o755)
     monitor = ClockMonitor(executable=str(path))
     assert not monitor.start() and "NVIDIA-SMI has failed" in monitor.error
+
+
+def test_a_timed_record_gets_the_window_and_the_limit_flag(tmp_path):
+    monitor = ClockMonitor(interval_ms=20, executable=_fake(tmp_path))
+    start = time.monotonic()
+    assert _sampled(monitor, "0") is not None
+    end = time.monotonic()
+    limited = {"status": "passed", "timing": {"samples_ms": [1.0]}, "flags": {"host_late": {"calls": 1}}}
+    monitor.annotate(limited, "0", start, end)
+    assert limited["timing"]["gpu_clocks"]["sm_mhz_median"] == 1980.0
+    assert limited["flags"] == {"host_late": {"calls": 1}, "clock_limited": ["sw_power_cap"]}
+    free = {"status": "passed", "timing": {}, "flags": None}
+    monitor.annotate(free, "1", start, end)
+    assert free["timing"]["gpu_clocks"]["sm_mhz_median"] == 1500.0 and free["flags"] is None
+    failed = {"status": "failed", "timing": None, "flags": None}
+    monitor.annotate(failed, "0", start, end)
+    assert failed == {"status": "failed", "timing": None, "flags": None}
+    outside = {"status": "passed", "timing": {}}
+    monitor.annotate(outside, "0", start - 10, start - 5)
+    assert outside == {"status": "passed", "timing": {}}
