@@ -12,9 +12,11 @@
 #   merge.tgz issue 14: the merge_attn_states candidates (benchmarks/studies/2026-12-04-merge-candidates)
 #             against the shipped expert and the compiled reference, span mode;
 #   c14.tgz   issue 14: torch.compile of paged_decode_gqa's reference (never reached) and of MLA's
-#             last three workloads, 240 s per workload.
+#             last three workloads, 240 s per workload;
+#   w4b.tgz   issue 15: the W4A16 bandwidth candidates (benchmarks/studies/2026-12-04-w4a16-bandwidth)
+#             against the shipped expert, span mode.
 # Three calls: `bash benchmarks/open_figures_h200.sh` (ship, fla), then `PARTS="moe merge" ...`,
-# then `PARTS=c14 ...`.
+# then `PARTS="w4b c14" ...`.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default ship fla, in that order); each stops at the call's deadline (SECONDS_BUDGET).
@@ -41,6 +43,10 @@ for part in ${PARTS:-ship fla}; do
              || { echo "merge: no candidates"; continue; }
            $P merge env D2K_TIMING="$SPAN" VARIANTS_DIR=/tmp/merge_c WORKLOAD_TIMEOUT=60 SWEEP_SECONDS=$(( $(left) - 20 )) \
              EXTRA="--tasks merge_attn_states --solution compiled --workloads bench" bash benchmarks/variants_h200.sh ;;
+    w4b) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-w4a16-bandwidth/candidates.toml /tmp/w4b_c \
+           || { echo "w4b: no candidates"; continue; }
+         $P w4b env D2K_TIMING="$SPAN" VARIANTS_DIR=/tmp/w4b_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
+           bash benchmarks/variants_h200.sh ;;
     c14) c14_seconds=$(( $(left) - 10 ))
          # issue 14's compiled cells: paged_decode_gqa's were never reached (sessions 8-15), MLA's last
          # three did not finish in ~150 s; a 240 s limit per workload, half the time each
