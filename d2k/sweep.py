@@ -255,7 +255,7 @@ def run_sweep(
             def on_record(record: dict) -> None:
                 if clocks is not None:
                     # the whole evaluation (checks, warm-up and timing) of this workload
-                    now = time.monotonic()
+                    now = time.time()
                     clocks.annotate(record, job["env"]["CUDA_VISIBLE_DEVICES"],
                                     started.get(record.get("workload_id"), now), now)
                 with lock:
@@ -272,7 +272,7 @@ def run_sweep(
                             progress.record(record)  # e.g. a table written as records arrive
 
             def on_start(workload_id: str) -> None:
-                started[workload_id] = time.monotonic()
+                started[workload_id] = time.time()
                 if progress:
                     with lock:
                         progress.workload(f"{solution.task_id} · {solution.label} · {workload_id}")

@@ -10,6 +10,7 @@ cannot reach this process or its output.
 from __future__ import annotations
 
 import collections
+import datetime as dt
 import shutil
 import statistics
 import subprocess
@@ -17,12 +18,21 @@ import threading
 import time
 
 # nvidia-smi's loop mode, one CSV line per GPU per interval; the event-reasons field is a bit mask
-# (power cap, thermal, ...); older drivers call it clocks_throttle_reasons.active
-FIELDS = ("index", "uuid", "clocks.sm", "clocks.mem", "power.draw", "temperature.gpu")
+# (power cap, thermal, ...); older drivers call it clocks_throttle_reasons.active. Samples are placed
+# by nvidia-smi's own timestamp (local time, ms): its output to a pipe may arrive in batches.
+FIELDS = ("timestamp", "index", "uuid", "clocks.sm", "clocks.mem", "power.draw", "temperature.gpu")
 REASON_FIELDS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
 # the reasons that lower the clock below what the load asks for (nvml's bit values)
 REASONS = {0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x20: "sw_thermal", 0x40: "hw_thermal",
            0x80: "hw_power_brake"}
+
+
+def _when(text: str) -> float | None:
+    """nvidia-smi's timestamp ("2026/12/04 21:50:00.123", local time) as a time.time() value."""
+    try:
+        return dt.datetime.strptime(text, "%Y/%m/%d %H:%M:%S.%f").timestamp()
+    except ValueError:
+        return None
 
 
 def _number(text: str) -> float | None:
@@ -34,7 +44,7 @@ def _number(text: str) -> float | None:
 
 class ClockMonitor:
     """Samples every GPU each ``interval_ms`` while started; ``window`` summarises one device's
-    samples between two ``time.monotonic()`` readings. Absent or failing nvidia-smi: no samples,
+    samples between two ``time.time()`` readings. Absent or failing nvidia-smi: no samples,
     every window is None (the evaluation is stored without clocks, nothing else changes)."""
 
     def __init__(self, interval_ms: int = 100, executable: str = "nvidia-smi", keep: int = 500_000):
@@ -85,9 +95,10 @@ class ClockMonitor:
                     reasons = int(parts[len(FIELDS)], 16)
                 except ValueError:
                     reasons = None
+            when = _when(parts[0])
             with self._lock:
-                self.samples.append((time.monotonic(), parts[0], parts[1], _number(parts[2]), _number(parts[3]),
-                                     _number(parts[4]), _number(parts[5]), reasons))
+                self.samples.append((time.time() if when is None else when, parts[1], parts[2], _number(parts[3]),
+                                     _number(parts[4]), _number(parts[5]), _number(parts[6]), reasons))
 
     def window(self, device: str | None, start: float, end: float) -> dict | None:
         """Clock, power and temperature of ``device`` (an index or a UUID as CUDA_VISIBLE_DEVICES

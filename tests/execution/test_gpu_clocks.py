@@ -14,8 +14,9 @@ from d2k.execution.gpu_clocks import ClockMonitor
 FAKE = r"""#!/bin/sh
 case "$*" in *{refuse}*) echo "Field is not a valid field to query." >&2; exit 2;; esac
 line() {{
-  echo "0, GPU-aaaa, 1980, 3201, 650.5, 61, 0x0000000000000004"
-  echo "1, GPU-bbbb, 1500, 3201, 300.0, 45, 0x0000000000000000"
+  now=$(date +"%Y/%m/%d %H:%M:%S.%3N")
+  echo "$now, 0, GPU-aaaa, 1980, 3201, 650.5, 61, 0x0000000000000004"
+  echo "$now, 1, GPU-bbbb, 1500, 3201, 300.0, 45, 0x0000000000000000"
 }}
 case "$*" in
   *loop-ms*) while true; do line; sleep 0.02; done;;
@@ -34,12 +35,12 @@ def _fake(tmp_path, refuse="no-such-field"):
 def _sampled(monitor: ClockMonitor, device: str):
     assert monitor.start(), monitor.error
     try:
-        start = time.monotonic()
+        start = time.time()
         deadline = start + 10
         window = None
-        while time.monotonic() < deadline:
+        while time.time() < deadline:
             time.sleep(0.1)
-            window = monitor.window(device, start, time.monotonic())
+            window = monitor.window(device, start, time.time())
             if window and window["samples"] >= 3:
                 break
         return window
@@ -62,11 +63,11 @@ def test_a_device_named_by_uuid(tmp_path):
 
 def test_a_window_before_the_samples_is_empty(tmp_path):
     monitor = ClockMonitor(interval_ms=20, executable=_fake(tmp_path))
-    before = time.monotonic()
+    before = time.time()
     window = _sampled(monitor, "0")
     assert window is not None
     assert monitor.window("0", before - 10, before - 5) is None
-    assert monitor.window("7", before, time.monotonic()) is None     # no such GPU
+    assert monitor.window("7", before, time.time()) is None     # no such GPU
 
 
 def test_the_older_reason_field_is_used_when_the_newer_is_refused(tmp_path):
@@ -86,7 +87,7 @@ def test_without_any_reason_field_the_clocks_still_come(tmp_path):
 def test_no_nvidia_smi_means_no_clocks(tmp_path):
     monitor = ClockMonitor(executable=str(tmp_path / "absent-nvidia-smi"))
     assert not monitor.start() and "not found" in monitor.error
-    assert monitor.window("0", 0.0, time.monotonic()) is None
+    assert monitor.window("0", 0.0, time.time()) is None
     monitor.stop()
 
 
@@ -100,9 +101,9 @@ def test_a_failing_nvidia_smi_means_no_clocks(tmp_path):
 
 def test_a_timed_record_gets_the_window_and_the_limit_flag(tmp_path):
     monitor = ClockMonitor(interval_ms=20, executable=_fake(tmp_path))
-    start = time.monotonic()
+    start = time.time()
     assert _sampled(monitor, "0") is not None
-    end = time.monotonic()
+    end = time.time()
     limited = {"status": "passed", "timing": {"samples_ms": [1.0]}, "flags": {"host_late": {"calls": 1}}}
     monitor.annotate(limited, "0", start, end)
     assert limited["timing"]["gpu_clocks"]["sm_mhz_median"] == 1980.0
@@ -116,3 +117,24 @@ def test_a_timed_record_gets_the_window_and_the_limit_flag(tmp_path):
     outside = {"status": "passed", "timing": {}}
     monitor.annotate(outside, "0", start - 10, start - 5)
     assert outside == {"status": "passed", "timing": {}}
+
+
+def test_a_sample_is_placed_by_its_timestamp_not_by_its_arrival(tmp_path):
+    # a pipe may deliver nvidia-smi's lines in batches: a line stamped an hour ago stays an hour ago
+    path = tmp_path / "nvidia-smi"
+    path.write_text("#!/bin/sh\n"
+                    "case \"$*\" in *loop-ms*) ;; *) echo '2020/01/01 00:00:00.000, 0, GPU-a, 1, 1, 1, 1'; exit 0;; esac\n"
+                    "old=$(date -d '1 hour ago' +'%Y/%m/%d %H:%M:%S.%3N')\n"
+                    "while true; do echo \"$old, 0, GPU-a, 1700, 3201, 500.0, 50, 0x0\"; sleep 0.02; done\n")
+    os.chmod(path, 0o755)
+    monitor = ClockMonitor(interval_ms=20, executable=str(path))
+    assert monitor.start(), monitor.error
+    try:
+        start = time.time()
+        time.sleep(0.5)
+        assert monitor.samples                                   # lines did arrive
+        assert monitor.window("0", start, time.time()) is None   # but none belongs to this window
+        hour_ago = monitor.window("0", start - 3700, start - 3500)
+        assert hour_ago["sm_mhz_median"] == 1700.0
+    finally:
+        monitor.stop()
