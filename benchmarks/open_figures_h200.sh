@@ -25,7 +25,6 @@ set -uo pipefail
 deadline=$(( $(date +%s) + ${SECONDS_BUDGET:-560} ))
 left() { echo $(( deadline - $(date +%s) )); }
 P="bash benchmarks/packed.sh"
-SPAN='{"device_span": true, "flush_mode": "read"}'
 for part in ${PARTS:-ship fla}; do
   (( $(left) > 30 )) || { echo "no time left for $part"; continue; }
   case $part in
@@ -41,11 +40,11 @@ for part in ${PARTS:-ship fla}; do
            SOLUTIONS="baselines naive expert compiled" BENCH_SECONDS='"$moe_seconds"' bash benchmarks/content_b_h200.sh' ;;
     merge) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-merge-candidates/candidates.toml /tmp/merge_c \
              || { echo "merge: no candidates"; continue; }
-           $P merge env D2K_TIMING="$SPAN" VARIANTS_DIR=/tmp/merge_c WORKLOAD_TIMEOUT=60 SWEEP_SECONDS=$(( $(left) - 20 )) \
+           $P merge env VARIANTS_DIR=/tmp/merge_c WORKLOAD_TIMEOUT=60 SWEEP_SECONDS=$(( $(left) - 20 )) \
              EXTRA="--tasks merge_attn_states --solution compiled --workloads bench" bash benchmarks/variants_h200.sh ;;
     w4b) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-w4a16-bandwidth/candidates.toml /tmp/w4b_c \
            || { echo "w4b: no candidates"; continue; }
-         $P w4b env D2K_TIMING="$SPAN" VARIANTS_DIR=/tmp/w4b_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
+         $P w4b env VARIANTS_DIR=/tmp/w4b_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
            bash benchmarks/variants_h200.sh ;;
     c14) c14_seconds=$(( $(left) - 10 ))
          # issue 14's compiled cells: paged_decode_gqa's were never reached (sessions 8-15), MLA's last

@@ -13,6 +13,9 @@
 # the device first: python3 benchmarks/make_candidates.py SPEC DIR && VARIANTS_DIR=DIR bash ...
 set -uo pipefail
 source benchmarks/gpu_env.sh
+# timed as the shipped tables are (device span, read flush), so a candidate's figure compares with
+# them; session 16's candidate sweeps ran without it, by CUDA events (0-5 us higher on short calls)
+export D2K_TIMING=${D2K_TIMING:-'{"device_span": true, "flush_mode": "read"}'}
 VARIANTS_DIR=${VARIANTS_DIR:-.scratch/variants}
 TASK_ORDER=${TASK_ORDER:-$(cd "$VARIANTS_DIR" && ls -d */ | tr -d /)}
 [[ "${CALIBRATE:-1}" = 1 ]] && python3 -m d2k calibrate 2>&1 | tail -8
