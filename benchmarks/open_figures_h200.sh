@@ -15,32 +15,32 @@
 #             last three workloads, 240 s per workload;
 #   w4b.tgz   issue 15: the W4A16 bandwidth candidates (benchmarks/studies/2026-12-04-w4a16-bandwidth)
 #             against the shipped expert, span mode.
-# Three calls: `bash benchmarks/open_figures_h200.sh` (ship, fla), then `PARTS="moe merge" ...`,
-# then `PARTS="w4b c14" ...`.
+# Three calls, in the order they matter: `bash benchmarks/open_figures_h200.sh` (fla, the whole call),
+# then `PARTS="ship c14" ...`, then `PARTS="moe merge w4b" ...`.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
-# PARTS picks parts (default ship fla, in that order); each stops at the call's deadline (SECONDS_BUDGET).
+# PARTS picks parts (default fla); each stops at the call's deadline (SECONDS_BUDGET).
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite).
 set -uo pipefail
 deadline=$(( $(date +%s) + ${SECONDS_BUDGET:-560} ))
 left() { echo $(( deadline - $(date +%s) )); }
 P="bash benchmarks/packed.sh"
-for part in ${PARTS:-ship fla}; do
+for part in ${PARTS:-fla}; do
   (( $(left) > 30 )) || { echo "no time left for $part"; continue; }
   case $part in
     ship) $P ship bash -c 'export D2K_DB=/tmp/ship.duckdb; source benchmarks/gpu_env.sh
           python3 -m pip install -q --no-index --find-links .whl pytest
-          timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/execution/test_fp8_gluon_gpu.py \
+          timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/execution/test_fp8_gluon_gpu.py \
             > "$OUT/gluon_ragged_test.txt" 2>&1
-          TIMEOUT=90 TASKS=fp8_blockwise_gemm,w4a16_gemm SOLUTIONS="expert baselines" BENCH_SECONDS=170 \
+          TIMEOUT=90 TASKS=fp8_blockwise_gemm,w4a16_gemm SOLUTIONS="expert baselines" BENCH_SECONDS=150 \
             bash benchmarks/content_b_h200.sh' ;;
     fla) $P fla env SECONDS_TOTAL=$(( $(left) - 15 )) bash benchmarks/fla_same_call_h200.sh ;;
-    moe) moe_seconds=$(( $(left) - 10 ))
+    moe) moe_seconds=$(( $(left) - 10 < 260 ? $(left) - 10 : 260 ))   # leaves merge and w4b their share
          $P moe bash -c 'export D2K_DB=/tmp/moe.duckdb; TIMEOUT=120 TASKS=fused_moe_experts \
            SOLUTIONS="baselines naive expert compiled" BENCH_SECONDS='"$moe_seconds"' bash benchmarks/content_b_h200.sh' ;;
     merge) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-merge-candidates/candidates.toml /tmp/merge_c \
              || { echo "merge: no candidates"; continue; }
-           $P merge env VARIANTS_DIR=/tmp/merge_c WORKLOAD_TIMEOUT=60 SWEEP_SECONDS=$(( $(left) - 20 )) \
+           $P merge env VARIANTS_DIR=/tmp/merge_c WORKLOAD_TIMEOUT=60 SWEEP_SECONDS=$(( $(left) - 20 < 130 ? $(left) - 20 : 130 )) \
              EXTRA="--tasks merge_attn_states --solution compiled --workloads bench" bash benchmarks/variants_h200.sh ;;
     w4b) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-w4a16-bandwidth/candidates.toml /tmp/w4b_c \
            || { echo "w4b: no candidates"; continue; }
