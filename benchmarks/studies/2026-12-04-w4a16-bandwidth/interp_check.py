@@ -11,8 +11,15 @@ Three parts:
    (the GEMV's fp16-pair dot in plain ops, two steps prefetched; the pair planes at M <= 16).
 2. configs: the same at M = 1 (and M = 2, 16) with other configs patched in one at a time (the
    autotuner's list replaced by one config, as on the GPU after tuning): GEMV NR 1-4, BKW 4-64
-   (steps of one to four scale groups where K allows), SPLIT_K 1-3, PREFETCH 0-2; MMA BN
-   64/128/256, SPLIT_K 1-3.
+   (steps of one to four scale groups where K allows), SPLIT_K 1-3, PREFETCH 0-2, then every
+   config of the candidate's own GPU list (NR, BKW, SPLIT_K, PREFETCH; num_warps means nothing
+   to the interpreter); MMA BN 64/128/256, SPLIT_K 1-3. A GEMV that keeps the shipped fp32
+   arithmetic (`gemv_prefetch`) must also give the shipped GEMV's C bit for bit under the same
+   NR, BKW, SPLIT_K and PREFETCH (on or off), where the shipped kernel takes that config
+   (BKW <= 16): only its loads differ. That comparison runs both on fp32 inputs (full 24-bit
+   activations and scales), so every product and sum rounds and C is the fp32 result itself: a
+   16-bit C, or 16-bit activations (whose products with 4-bit codes are exact), would hide most
+   changes of the fp32 rounding points.
 3. ptx: the candidate's inline-PTX strings (_H2_ACT_ASM, _H2_DOT_ASM, _PAIR_ASM0..3, where the
    candidate has them) run on a small emulator of the PTX instructions they use, against what they
    are meant to compute, bit for bit, on random words and activations; then the fp16-pair GEMV
@@ -40,6 +47,7 @@ GEMV_CONFIGS = [  # NR, BKW, SPLIT_K, PREFETCH
     (1, 16, 1, 2), (2, 8, 3, 1), (1, 4, 2, 0), (2, 16, 2, 2), (4, 8, 1, 1), (1, 8, 3, 2),
     (1, 32, 1, 2), (2, 32, 2, 1), (1, 64, 1, 1)]
 MMA_CONFIGS = [(64, 1), (128, 2), (256, 3), (64, 3)]   # BN, SPLIT_K (BM 16, BK 128)
+GEMV_SHAPES = [(1, 300, 1024), (1, 200, 384), (1, 130, 512)]   # N not a multiple of 128 NR
 
 
 def _module(path: Path, name: str):
@@ -49,13 +57,68 @@ def _module(path: Path, name: str):
     return module
 
 
-def _check(ref, run, m: int, n: int, k: int) -> tuple[bool, float]:
+def _inputs(ref, m: int, n: int, k: int, dtype=None):
     import torch
     gen = torch.Generator().manual_seed(1000 * m + n + k)
-    inputs = ref.make_inputs({"M": m, "N": n, "K": k}, {"dtype": torch.float16}, {}, gen, "cpu")
+    return ref.make_inputs({"M": m, "N": n, "K": k}, {"dtype": dtype or torch.float16}, {}, gen, "cpu")
+
+
+def _check(ref, run, m: int, n: int, k: int) -> tuple[bool, float]:
+    import torch
+    inputs = _inputs(ref, m, n, k)
     want = ref.reference(**inputs).float()
     got = run(**inputs).float()
     return torch.allclose(got, want, atol=2e-2, rtol=2e-2), (got - want).abs().max().item()
+
+
+def _gemv_list(cand) -> list[tuple[int, int, int, int]]:
+    """The candidate's GPU config list for the GEMV as (NR, BKW, SPLIT_K, PREFETCH), deduplicated."""
+    interp, cand._INTERPRET = cand._INTERPRET, False
+    try:
+        cfgs = cand._gemv_configs()
+    finally:
+        cand._INTERPRET = interp
+    return list(dict.fromkeys((c.kwargs["NR"], c.kwargs["BKW"], c.kwargs["SPLIT_K"], int(c.kwargs["PREFETCH"]))
+                              for c in cfgs))
+
+
+def _patch_gemv(module, nr: int, bkw: int, split: int, prefetch) -> None:
+    import triton
+    cfg = triton.Config({"NR": nr, "BKW": bkw, "SPLIT_K": split, "PREFETCH": prefetch}, num_warps=4)
+    module._gemv.configs, module._GEMV_CFGS = [cfg], [cfg]
+
+
+def check_gemv_configs(ref, cand) -> int:
+    """Part 2 for a candidate with the new GEMV load side (_prune_gemv): the spread of GEMV_CONFIGS,
+    then every config of its own GPU list; and, where it keeps the shipped arithmetic (_code_f32),
+    the shipped GEMV's C bit for bit."""
+    import torch
+    failed = 0
+    own = _gemv_list(cand)
+    print(f"GEMV GPU list: {len(own)} distinct (NR, BKW, SPLIT_K, PREFETCH)")
+    shipped = None
+    if hasattr(cand, "_code_f32"):
+        shipped = _module(ROOT / "tasks" / "w4a16_gemm" / "expert.py", "w4a16_shipped")
+    for source, configs in (("spread", GEMV_CONFIGS), ("list", own)):
+        for nr, bkw, split, prefetch in configs:
+            _patch_gemv(cand, nr, bkw, split, prefetch)
+            for m, n, k in GEMV_SHAPES:
+                if k % (8 * bkw):
+                    continue   # run() never launches it there (the GPU list prunes it)
+                ok, err = _check(ref, cand.run, m, n, k)
+                line = (f"GEMV ({source}) NR={nr} BKW={bkw} SPLIT_K={split} PREFETCH={prefetch} M={m} N={n} K={k}: "
+                        f"max abs error {err:.2e} {'ok' if ok else 'FAIL'}")
+                if shipped is not None and bkw <= 16:
+                    # fp32 inputs (full 24-bit activations and scales) and so an fp32 C: every
+                    # product and sum rounds, and C is the fp32 result itself
+                    _patch_gemv(shipped, nr, bkw, split, bool(prefetch))
+                    inputs = _inputs(ref, m, n, k, torch.float32)
+                    same = torch.equal(cand.run(**inputs), shipped.run(**inputs))
+                    ok &= same
+                    line += f"; fp32 C = the shipped GEMV's, bit for bit: {'ok' if same else 'FAIL'}"
+                failed += not ok
+                print(line)
+    return failed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,17 +325,8 @@ def main(argv: list[str]) -> int:
         return 1 if failed else 0
 
     print("== configs patched in one at a time")
-    if hasattr(cand, "_gemv") and "H2" in cand._w4a16_gemv_kernel.arg_names:
-        for nr, bkw, split, prefetch in GEMV_CONFIGS:
-            cfg = triton.Config({"NR": nr, "BKW": bkw, "SPLIT_K": split, "PREFETCH": prefetch}, num_warps=4)
-            cand._gemv.configs, cand._GEMV_CFGS = [cfg], [cfg]
-            for m, n, k in ((1, 300, 1024), (1, 200, 384), (1, 130, 512)):
-                if k % (8 * bkw):
-                    continue   # run() never launches it there (the GPU list prunes it)
-                ok, err = _check(ref, cand.run, m, n, k)
-                failed += not ok
-                print(f"GEMV NR={nr} BKW={bkw} SPLIT_K={split} PREFETCH={prefetch} M={m} N={n} K={k}: "
-                      f"max abs error {err:.2e} {'ok' if ok else 'FAIL'}")
+    if hasattr(cand, "_prune_gemv"):   # the GEMV with the new load side (gemv_h2, gemv_prefetch)
+        failed += check_gemv_configs(ref, cand)
     if "PAIRS" in cand._w4a16_kernel.arg_names:
         for bn, split in MMA_CONFIGS:
             cfg = triton.Config({"BM": 16, "BN": bn, "BK": 128, "SPLIT_K": split, "PLANES": False}, num_warps=4)
