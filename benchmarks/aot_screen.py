@@ -11,7 +11,8 @@ The spec names kernels and the compilations to make of each:
 
     [[kernels]]
     label = "shipped"
-    file = "tasks/mla_decode/expert.py"    # relative to the repository root; or, instead,
+    file = "tasks/mla_decode/expert.py"    # relative to the repository root (commit = "bc05a22":
+                                           # as of that git commit); or, instead,
     # candidate = "transposed_scores"      # a candidate of the candidates.toml beside this spec
     # candidates = "screened_out.toml"     # (optional) another edits file beside the spec
     kernel = "_mla_decode_split"           # a @triton.jit function of that file (an autotuned one is
@@ -188,11 +189,17 @@ def screen_one(kernel, label: str, signature: dict, constexprs: dict, config: di
 
 
 def _kernel_file(entry: dict, spec_path: Path, out_dir: Path) -> Path:
-    """The entry's file, or its candidate written from the study's candidates.toml."""
-    if "candidate" not in entry:
-        return ROOT / entry["file"]
+    """The entry's file (at its git ``commit`` if it names one), or its candidate written from the
+    study's candidates.toml."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from make_candidates import build
+    from make_candidates import _at_commit, build
+    if "candidate" not in entry:
+        if "commit" not in entry:
+            return ROOT / entry["file"]
+        path = out_dir / entry["commit"] / entry["file"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_at_commit(entry["commit"], entry["file"], f"{spec_path}: {entry['label']}"), encoding="utf-8")
+        return path
     edits = spec_path.parent / entry.get("candidates", "candidates.toml")
     for path in build(edits, out_dir / edits.stem):
         if path.stem == entry["candidate"]:

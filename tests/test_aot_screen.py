@@ -1,6 +1,7 @@
 """benchmarks/aot_screen.py: Triton kernels compiled for sm_90 on a machine without a GPU, and what
 the compiler reports of them; every study's screen spec names files and candidates that exist."""
 
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -65,9 +66,27 @@ def test_every_study_screen_names_kernels_that_exist(tmp_path):
     for spec in specs:
         entries = tomllib.loads(spec.read_text())["kernels"]
         for entry in entries:
+            if "commit" in entry and not _history_has(entry["commit"]):
+                continue            # a shallow clone: the file's commit is not here (checked where it is)
             path = aot_screen._kernel_file(entry, spec, tmp_path / spec.parent.name)
             assert path.exists()
             aot_screen._load_kernel(path, entry["kernel"])
+
+
+def _history_has(commit: str) -> bool:
+    return subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"],
+                          capture_output=True).returncode == 0
+
+
+def test_a_file_at_a_commit_is_the_committed_text(tmp_path):
+    # a study whose kernel was since adopted compiles the file as it was (HEAD: in any clone)
+    entry = {"label": "then", "file": "tasks/rmsnorm/expert.py", "commit": "HEAD", "kernel": "x", "configs": []}
+    path = aot_screen._kernel_file(entry, tmp_path / "screen.toml", tmp_path / "out")
+    head = subprocess.run(["git", "-C", str(ROOT), "show", "HEAD:tasks/rmsnorm/expert.py"],
+                          capture_output=True, text=True).stdout
+    assert path.read_text() == head and path != ROOT / "tasks/rmsnorm/expert.py"
+    with pytest.raises(SystemExit, match="which this checkout cannot read"):
+        aot_screen._kernel_file({**entry, "commit": "0" * 40}, tmp_path / "screen.toml", tmp_path / "out2")
 
 
 @pytest.mark.skipif(not _tools_present(), reason="this Triton wheel carries no ptxas/cuobjdump")
