@@ -207,7 +207,14 @@ class RichProgress:
         # an interpreter's time is no kernel speed: only a GPU median is shown
         timed = f" {median:.4g} ms" if record.get("backend") == "cuda" and isinstance(median, (int, float)) else ""
         seconds = record.get("seconds")
-        took = f" ({seconds:.1f} s)" if isinstance(seconds, (int, float)) else ""
+        notes = [f"{seconds:.1f} s"] if isinstance(seconds, (int, float)) else []
+        # the SM clock it ran under (unfixed on these machines; a latency-bound kernel follows it)
+        timing = record.get("timing") if isinstance(record.get("timing"), dict) else {}
+        clocks = timing.get("gpu_clocks") or {}
+        low, high = clocks.get("sm_mhz_min"), clocks.get("sm_mhz_max")
+        if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+            notes.append(f"SM {low:.0f} MHz" if low == high else f"SM {low:.0f}-{high:.0f} MHz")
+        took = f" ({', '.join(notes)})" if notes else ""
         reason = f": {str(record['reason'])[:160]}" if record.get("status") != "passed" and record.get("reason") else ""
         err_console.print(f"[{self.done}/{self.total}] {record.get('task_id', '?')} · {record.get('solution', '?')} · "
                           f"{record.get('workload_id', '?')}: {record.get('status', '?')}{timed}{took}{reason}",
