@@ -116,18 +116,29 @@ def _opcode(text: str) -> str:
     return re.sub(r"^@!?U?P[T0-9]+\s+", "", text).split(" ", 1)[0].split(".", 1)[0]
 
 
+def sass_instructions(sass: str) -> list[tuple[int, str]]:
+    """(address, text) of every instruction of a cuobjdump SASS listing, in order."""
+    return [(int(m.group(1), 16), m.group(2)) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+
+
+def backward_loops(ins: list[tuple[int, str]]) -> list[tuple[int, int]]:
+    """(first, last) address of each loop: a branch back to an earlier address, in listing order."""
+    spans = []
+    for addr, text in ins:
+        target = re.search(r"BRA\s+0x([0-9a-f]+)", text)
+        if target and int(target.group(1), 16) < addr:
+            spans.append((int(target.group(1), 16), addr))
+    return spans
+
+
 def _loop_stats(sass: str) -> dict[str, int]:
     """Counts in the innermost backward-branch loop that holds tensor-core instructions, or, in a
     kernel without them, global loads (the main loop; an enclosing branch back over it and the
     tail would count the tail's code too)."""
-    ins = [(int(m.group(1), 16), m.group(2)) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+    ins = sass_instructions(sass)
     loops = []
-    for addr, text in ins:
-        target = re.search(r"BRA\s+0x([0-9a-f]+)", text)
-        if not target or int(target.group(1), 16) >= addr:
-            continue
-        lo = int(target.group(1), 16)
-        body = [_opcode(t) for a, t in ins if lo <= a <= addr]
+    for lo, hi in backward_loops(ins):
+        body = [_opcode(t) for a, t in ins if lo <= a <= hi]
         loops.append({"instructions": len(body), **{op: body.count(op) for op in LOOP_OPCODES}})
     for hot in (("HGMMA", "HMMA"), ("LDG", "LDGSTS", "UTMALDG")):
         found = [c for c in loops if any(c[op] for op in hot)]

@@ -14,28 +14,23 @@ number used anywhere. Static counts, one trip of the body (one 128-wide scale gr
 
 import re
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from aot_screen import _opcode, backward_loops, sass_instructions  # noqa: E402  (benchmarks/aot_screen.py)
 
 OPS = ("QGMMA", "HGMMA", "FFMA", "FMUL", "FADD", "LDG", "UTMALDG", "UTMASTG", "BAR", "SYNCS", "LDL", "STL",
        "LDS", "STS", "STSM", "USETMAXREG")
 
 
-def _opcode(text: str) -> str:
-    """`@!P0 QGMMA.64x128x32.F32.E4M3.E4M3 R24, ...` -> QGMMA."""
-    return re.sub(r"^@!?U?P[T0-9]+\s+", "", text).split(" ", 1)[0].split(".", 1)[0]
-
-
 def census(sass: str) -> tuple[dict[str, int], list[dict[str, int]]]:
-    ins = [(int(m.group(1), 16), m.group(2)) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+    ins = sass_instructions(sass)
     ops = [_opcode(t) for _, t in ins]
     total = {"instructions": len(ins), **{o: ops.count(o) for o in OPS if ops.count(o)}}
     # registers a thread actually touches (the launch figure of a warp-specialized kernel, 168 at
     # 384 threads, is what each warp holds before setmaxnreg moves registers between partitions)
     total["highest register"] = max((int(r) for _, t in ins for r in re.findall(r"\bR(\d+)\b", t)), default=-1)
-    spans = []
-    for addr, text in ins:
-        target = re.search(r"BRA\s+0x([0-9a-f]+)", text)
-        if target and int(target.group(1), 16) < addr:
-            spans.append((int(target.group(1), 16), addr))
+    spans = backward_loops(ins)
     loops = []
     for lo, hi in spans:
         # innermost: no other backward branch lies strictly inside this one

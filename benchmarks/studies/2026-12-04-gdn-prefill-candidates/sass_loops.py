@@ -8,26 +8,23 @@ the 16-row forward substitution).
     python3 benchmarks/studies/2026-12-04-gdn-prefill-candidates/sass_loops.py DIR/*.sass
 """
 
-import re
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from aot_screen import _opcode, backward_loops, sass_instructions  # noqa: E402  (benchmarks/aot_screen.py)
 
 OPS = ("BAR", "SHFL", "LDS", "STS", "LDL", "STL", "HMMA", "HGMMA", "FFMA", "LDG", "STG")
 
 
-def _opcode(text: str) -> str:
-    return re.sub(r"^@!?U?P[T0-9]+\s+", "", text).split(" ", 1)[0].split(".", 1)[0]
-
-
 def census(sass: str) -> tuple[dict[str, int], list[dict[str, int]]]:
-    ins = [(int(m.group(1), 16), m.group(2)) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
+    ins = sass_instructions(sass)
     ops = [_opcode(t) for _, t in ins]
     total = {"instructions": len(ins), **{o: ops.count(o) for o in OPS}}
     loops = []
-    for addr, text in ins:
-        target = re.search(r"BRA\s+0x([0-9a-f]+)", text)
-        if target and int(target.group(1), 16) < addr:
-            body = [_opcode(t) for a, t in ins if int(target.group(1), 16) <= a <= addr]
-            loops.append({"instructions": len(body), **{o: body.count(o) for o in OPS if body.count(o)}})
+    for lo, hi in backward_loops(ins):
+        body = [_opcode(t) for a, t in ins if lo <= a <= hi]
+        loops.append({"instructions": len(body), **{o: body.count(o) for o in OPS if body.count(o)}})
     return total, loops
 
 

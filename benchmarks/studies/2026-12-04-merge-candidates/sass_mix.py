@@ -20,14 +20,14 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from aot_screen import _opcode  # noqa: E402  (benchmarks/aot_screen.py)
+from aot_screen import _opcode, sass_instructions  # noqa: E402  (benchmarks/aot_screen.py)
 
 INT_OPS = ("IMAD", "IADD3", "LOP3", "SHF", "ISETP", "SEL", "LEA", "VIADD", "IABS", "I2F", "F2I")
 FP_OPS = ("FMUL", "FFMA", "FADD", "FSEL", "FSETP", "FMNMX", "F2FP")
 
 
 def mix(sass: str) -> dict[str, int]:
-    ins = [m.group(1) for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;", sass)]
+    ins = [text for _, text in sass_instructions(sass)]
     main = []
     for text in ins:
         if _opcode(text) == "EXIT":

@@ -25,18 +25,18 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from aot_screen import backward_loops, sass_instructions  # noqa: E402  (benchmarks/aot_screen.py)
+
 SMS, REGS, THREADS, CTAS, SMEM = 132, 65536, 2048, 32, 233472
 M1_N, M16_N = 28672, 8192
 
 
 def _loop(sass: str) -> list[str]:
-    ins = [(int(m.group(1), 16), m.group(2)) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+(.*?);", sass)]
-    loops = []
-    for addr, text in ins:
-        target = re.search(r"BRA\s+0x([0-9a-f]+)", text)
-        if target and int(target.group(1), 16) < addr:
-            lo = int(target.group(1), 16)
-            loops.append([re.sub(r"^@!?U?P[T0-9]+\s+", "", t).split(" ", 1)[0] for a, t in ins if lo <= a <= addr])
+    ins = sass_instructions(sass)
+    # each loop's opcodes with their modifiers (LDG.E.EF.128), predicates dropped
+    loops = [[re.sub(r"^@!?U?P[T0-9]+\s+", "", t).split(" ", 1)[0] for a, t in ins if lo <= a <= hi]
+             for lo, hi in backward_loops(ins)]
     for hot in (("HGMMA",), ("LDG", "LDGSTS")):
         found = [b for b in loops if any(op.split(".")[0] in hot for op in b)]
         if found:
