@@ -147,6 +147,32 @@ def _loop_stats(sass: str) -> dict[str, int]:
     return {}
 
 
+class CompileOnlyDriver:
+    """Enough of a CUDA driver for Triton's launcher to bind, specialise and compile for sm_90 on a
+    machine without a GPU; it launches nothing. Install with
+    ``triton.runtime.driver.set_active(CompileOnlyDriver())``, then ``kernel.warmup(...)``."""
+
+    backend = "cuda"
+
+    def get_current_device(self):
+        return 0
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_current_target(self):
+        from triton.backends.compiler import GPUTarget
+        return GPUTarget("cuda", 90, 32)
+
+    def get_device_interface(self):
+        import torch
+        return torch.cuda
+
+    def get_active_torch_device(self):
+        import torch
+        return torch.device("cpu")
+
+
 def screen_one(kernel, label: str, signature: dict, constexprs: dict, config: dict, target: tuple[int, int],
                sass_dir: Path | None = None, divisible_by_16: list[str] | None = None) -> Screen:
     import triton

@@ -11,31 +11,13 @@ the kernel's results.
 
 import importlib.util
 import sys
+from pathlib import Path
 
 import torch
-from triton.backends.compiler import GPUTarget
 from triton.runtime import driver
 
-
-class CompileOnlyDriver:
-    """Enough of a CUDA driver for Triton to specialise and compile; it can launch nothing."""
-
-    backend = "cuda"
-
-    def get_current_device(self):
-        return 0
-
-    def get_current_stream(self, device=None):
-        return 0
-
-    def get_current_target(self):
-        return GPUTarget("cuda", 90, 32)
-
-    def get_device_interface(self):
-        return torch.cuda
-
-    def get_active_torch_device(self):
-        return torch.device("cpu")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from aot_screen import CompileOnlyDriver  # noqa: E402  (benchmarks/aot_screen.py)
 
 
 def main(path: str) -> None:
