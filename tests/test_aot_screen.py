@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from git_history import has_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -66,16 +67,11 @@ def test_every_study_screen_names_kernels_that_exist(tmp_path):
     for spec in specs:
         entries = tomllib.loads(spec.read_text())["kernels"]
         for entry in entries:
-            if "commit" in entry and not _history_has(entry["commit"]):
+            if "commit" in entry and not has_commit(entry["commit"]):
                 continue            # a shallow clone: the file's commit is not here (checked where it is)
             path = aot_screen._kernel_file(entry, spec, tmp_path / spec.parent.name)
             assert path.exists()
             aot_screen._load_kernel(path, entry["kernel"])
-
-
-def _history_has(commit: str) -> bool:
-    return subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"],
-                          capture_output=True).returncode == 0
 
 
 def test_a_file_at_a_commit_is_the_committed_text(tmp_path):

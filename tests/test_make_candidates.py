@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from git_history import has_commit
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "make_candidates.py"
 
@@ -14,18 +16,13 @@ def _run(spec: Path, out: Path):
     return subprocess.run([sys.executable, str(SCRIPT), str(spec), str(out)], capture_output=True, text=True)
 
 
-def _history_has(commits: set[str]) -> bool:
-    return all(subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{c}^{{commit}}"],
-                              capture_output=True).returncode == 0 for c in commits)
-
-
 def test_every_shipped_spec_applies_to_its_base(tmp_path):
     specs = sorted((ROOT / "benchmarks" / "studies").glob("*/candidates.toml"))
     assert specs
     ran = 0
     for spec in specs:
         commits = set(re.findall(r'^commit = "([0-9a-f]+)"', spec.read_text(), re.M))
-        if commits and not _history_has(commits):
+        if not all(map(has_commit, commits)):
             continue            # a shallow clone: the base commit is not here (checked where it is)
         ran += 1
         done = _run(spec, tmp_path / spec.parent.name)
