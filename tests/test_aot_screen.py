@@ -1,6 +1,7 @@
 """benchmarks/aot_screen.py: Triton kernels compiled for sm_90 on a machine without a GPU, and what
 the compiler reports of them; every study's screen spec names files and candidates that exist."""
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -67,8 +68,13 @@ def test_every_study_screen_names_kernels_that_exist(tmp_path):
     for spec in specs:
         entries = tomllib.loads(spec.read_text())["kernels"]
         for entry in entries:
-            if "commit" in entry and not has_commit(entry["commit"]):
-                continue            # a shallow clone: the file's commit is not here (checked where it is)
+            # a shallow clone lacks the commit a file (or the candidates' base) is read at: checked where it is
+            edits = spec.parent / entry.get("candidates", "candidates.toml")
+            needed = [entry["commit"]] if "commit" in entry else []
+            if "candidate" in entry:
+                needed += re.findall(r'^commit = "([0-9a-f]+)"', edits.read_text(), re.M)
+            if not all(map(has_commit, needed)):
+                continue
             path = aot_screen._kernel_file(entry, spec, tmp_path / spec.parent.name)
             assert path.exists()
             aot_screen._load_kernel(path, entry["kernel"])
