@@ -53,6 +53,7 @@ class ClockMonitor:
         self.samples: collections.deque = collections.deque(maxlen=keep)
         self.reason_field: str | None = None
         self.error: str | None = None
+        self.dies_with_parent = False
         self._proc: subprocess.Popen | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -62,27 +63,40 @@ class ClockMonitor:
         if path is None:
             self.error = f"{self.executable} not found"
             return False
-        for reasons in (*REASON_FIELDS, None):
-            fields = FIELDS + ((reasons,) if reasons else ())
-            # an unknown field makes nvidia-smi exit at once: try the next spelling
-            try:
-                probe = subprocess.run([path, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"],
-                                       capture_output=True, text=True, timeout=30)
-            except (OSError, subprocess.SubprocessError) as exc:
-                self.error = f"{self.executable}: {exc}"[:200]
-                return False
-            if probe.returncode == 0:
-                self.reason_field = reasons
-                break
-        else:
-            self.error = f"{self.executable} --query-gpu failed: {probe.stderr.strip()[:200]}"
+        # the loop must end with d2k, even a killed one: where setpriv can, the kernel sends it SIGTERM
+        # when its parent dies (a loop left behind writes into a closed pipe and may ignore that)
+        setpriv = shutil.which("setpriv")
+        wrappers = ([[setpriv, "--pdeathsig", "TERM"]] if setpriv else []) + [[]]
+        found = self._probe(wrappers, path)
+        if found is None:
             return False
+        wrapper, fields = found
+        self.dies_with_parent = bool(wrapper)
         self._proc = subprocess.Popen(
-            [path, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits", f"--loop-ms={self.interval_ms}"],
+            [*wrapper, path, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits",
+             f"--loop-ms={self.interval_ms}"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
         self._thread = threading.Thread(target=self._read, name="d2k-gpu-clocks", daemon=True)
         self._thread.start()
         return True
+
+    def _probe(self, wrappers: list[list[str]], path: str) -> tuple[list[str], tuple[str, ...]] | None:
+        """The first (wrapper, fields) whose one-shot query succeeds: an unknown field (or a setpriv
+        without --pdeathsig) makes the command exit at once, so the next spelling is tried."""
+        for wrapper in wrappers:
+            for reasons in (*REASON_FIELDS, None):
+                fields = FIELDS + ((reasons,) if reasons else ())
+                try:
+                    probe = subprocess.run([*wrapper, path, f"--query-gpu={','.join(fields)}",
+                                            "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30)
+                except (OSError, subprocess.SubprocessError) as exc:
+                    self.error = f"{self.executable}: {exc}"[:200]
+                    return None
+                if probe.returncode == 0:
+                    self.reason_field = reasons
+                    return wrapper, fields
+        self.error = f"{self.executable} --query-gpu failed: {probe.stderr.strip()[:200]}"
+        return None
 
     def _read(self) -> None:
         for line in self._proc.stdout:

@@ -6,7 +6,12 @@ clocks instead of failing them."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 import time
+
+import pytest
 
 from d2k.execution.gpu_clocks import ClockMonitor
 
@@ -138,3 +143,32 @@ def test_a_sample_is_placed_by_its_timestamp_not_by_its_arrival(tmp_path):
         assert hour_ago["sm_mhz_median"] == 1700.0
     finally:
         monitor.stop()
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="no setpriv on this machine")
+def test_the_loop_ends_with_a_killed_parent(tmp_path):
+    # a sweep killed with SIGKILL must not leave nvidia-smi looping behind it
+    fake = _fake(tmp_path)
+    code = ("import sys, time\n"
+            "from d2k.execution.gpu_clocks import ClockMonitor\n"
+            f"m = ClockMonitor(interval_ms=20, executable={fake!r})\n"
+            "assert m.start() and m.dies_with_parent\n"
+            "print(m._proc.pid, flush=True)\n"
+            "time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    assert _alive(child)
+    parent.kill()
+    parent.wait()
+    deadline = time.time() + 10
+    while _alive(child) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not _alive(child)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
