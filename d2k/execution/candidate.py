@@ -19,8 +19,14 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import json
+import json.decoder
+import json.encoder
+import json.scanner
 import os
+import struct
 import sys
+import tempfile
 import time
 import traceback
 
@@ -84,6 +90,7 @@ class Candidate:
         self.device = "cpu"
         self.interpreter = True
         self.guard = None
+        self.threads = None
         self.equal = None
         self.last_inputs = None  # (descriptions, bytes) of the last call's inputs
 
@@ -98,6 +105,8 @@ class Candidate:
     def load(self, cmd: dict) -> dict:
         import torch
 
+        from d2k.execution import threads
+        from d2k.execution.threads import ThreadWatch
         from d2k.execution.timing import TimerGuard
 
         self.interpreter = cmd["backend"] == "interpreter"
@@ -113,17 +122,36 @@ class Candidate:
         self.guard = TimerGuard()  # the timing primitives, captured before any candidate code runs
         self.equal = torch.equal  # for the unchanged-inputs fact, captured before the solution can patch it
         for owner, attrs in ((timing.CudaTimer, ("measure", "flush_l2", "recording", "annotate")),
-                             (timing.WallTimer, ("measure",)), (timing, ("device_spans",)),
-                             (wire, ("perturb", "pack", "send", "recv", "byte_view", "spin_s")),
-                             (Candidate, ("outputs", "time", "call", "reply")),
+                             (timing.WallTimer, ("measure",)),
+                             (timing, ("device_spans", "spans_from_events", "trace_events", "profile_streams", "l2_bytes")),
+                             (wire, ("perturb", "pack", "unpack", "send", "recv", "byte_view", "spin_s",
+                                     "_write_all", "_read_exact", "wait_readable")),
+                             (Candidate, ("outputs", "time", "call", "reply", "serve")),
+                             (ThreadWatch, ("check",)), (threads, ("_is_solution_frame",)),
+                             (sys, ("_current_frames",)),
+                             # what the replies and commands are encoded, decoded and written with: a
+                             # patched json.dumps could rewrite the timing on its way out, a patched
+                             # json.loads the timing settings on their way in
+                             (json, ("dumps", "loads", "load")),
+                             (json.JSONEncoder, ("encode", "iterencode", "default")),
+                             (json.JSONDecoder, ("decode", "raw_decode")),
+                             (json.encoder, ("c_make_encoder", "_make_iterencode", "encode_basestring",
+                                             "encode_basestring_ascii")),
+                             (json.decoder, ("scanstring",)), (json.scanner, ("make_scanner",)),
+                             (os, ("write", "read", "readv", "close", "unlink")), (struct, ("pack", "unpack")),
+                             (tempfile, ("mkstemp",)), (torch.profiler.profile, ("export_chrome_trace",)),
                              # the tensor methods that copy and serialise outputs on this side
                              (torch.Tensor, ("clone", "detach", "contiguous", "reshape", "view", "cpu", "numpy",
                                              "copy_", "__torch_function__"))):
             for attr in attrs:
                 self.guard.protect(f"{getattr(owner, '__name__', owner)}.{attr}", owner, attr)
+        self.threads = ThreadWatch()  # which threads exist before the solution's code runs
         _count_triton_launches()
         self.fn = _load(cmd["path"], cmd.get("entry_point", "run"), cmd.get("kind", "file"))
+        module = sys.modules.get("d2k_solution")
+        self.threads.arm(getattr(module, "__dict__", None), cmd["path"])
         self.guard.check()
+        self.threads.check()
         return {"ok": True}
 
     def outputs(self, result, args: dict, returned: list[str], mutated: list[str]) -> tuple[list, list, dict]:
@@ -204,6 +232,7 @@ class Candidate:
             raise exc
         self.sync()
         self.guard.check()
+        self.threads.check()
         metas, out_blobs, facts = self.outputs(result, inputs, cmd.get("returned", []), mutated)
         if "error" in facts:
             return {"ok": False, "kind": "output", "reason": facts["error"]}, []
@@ -232,6 +261,7 @@ class Candidate:
         sets = [{k: (v.clone() if k in mutated else p[k]) for k, v in p.items()} for p in pristine]
         del base
         kept: dict[int, tuple] = {}
+        threads_alive: set[str] = set()
 
         def restore(i):
             for name in mutated:
@@ -256,6 +286,7 @@ class Candidate:
                 elif isinstance(result, (tuple, list)):
                     copies = type(result)(c_clone(r) if type(r) is torch.Tensor else r for r in result)
                 written = {name: c_clone(sets[i][name]) for name in mutated}
+            threads_alive.update(self.threads.check())  # between calls: no solution code may be running
             self.reply({"op": "issued", "call": j})
             # on the GPU, wait hot: the next call must be issued as fast as the warm-up measured
             decision, _ = wire.recv(self.cmd_fd, 0, spin_s=wire.spin_s(self.interpreter))
@@ -268,6 +299,9 @@ class Candidate:
         launches = LAUNCHES["triton"]
         timing = timer.measure(call, n_sets, restore, probe=not self.interpreter, before=before, after=after)
         timing["triton_launches"] = LAUNCHES["triton"] - launches
+        threads_alive.update(self.threads.check())
+        if threads_alive:
+            timing["threads_alive"] = sorted(threads_alive)[:5]  # started since the import, running no solution code
         header = {"ok": True, "timing": timing, "kept": []}
         out_blobs = []
         for j, (result, written) in sorted(kept.items()):
@@ -312,6 +346,15 @@ class Candidate:
                                "traceback": traceback.format_exc()[-2000:]}, []
             header["seconds"] = round(time.perf_counter() - t0, 4)
             del blobs
+            if self.guard is not None and header.get("ok", True):
+                # the last look before anything leaves: what the solution ran since the op's own
+                # checks (or in a thread) must not have replaced the code that encodes the reply
+                try:
+                    self.guard.check()
+                    self.threads.check()
+                except Exception as exc:  # noqa: BLE001 - TimerTampered, or a guard the solution broke
+                    header, out = {"ok": False, "kind": "tampered", "reason": f"TimerTampered: {exc}"[:500],
+                                   "seconds": header["seconds"]}, []
             self.reply(header, out)
 
 

@@ -1,0 +1,70 @@
+"""Python threads a solution leaves running between its calls (candidate side).
+
+The timing loop runs in the candidate's process, so a thread the solution starts can reach the
+loop's own objects through the main thread's frames (``sys._current_frames()``) and rewrite them
+while the harness times the calls: the list of per-call times, the events, the input sets. No
+function is replaced, so the timer guard sees nothing (``tests/adversarial/cpu/thread_rewrite.py``
+passed with a time four times too short before this check). A solution has no reason to run its
+own code outside its calls: every result must be complete when ``run`` returns.
+
+``ThreadWatch`` is created before the solution is imported. ``check()`` (after every call, timed
+or not, and before every reply) fails the evaluation when a thread started since then is running
+the solution's code: a frame whose globals are the solution module's, or whose code comes from
+its file. Other threads started since (a library's idle pool, say) are only listed, so the trusted
+side can flag the record. Like the guard this is Python-level: code exec'd from a string into
+globals of its own, under another file name, is listed, not stopped (SECURITY.md, "What is not
+stopped").
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+
+def _is_solution_frame(frame, solution_globals: dict | None, solution_file: str) -> bool:
+    code = frame.f_code
+    if solution_globals is not None and frame.f_globals is solution_globals:
+        return True
+    # code exec'd from a string is not refused by its name: the standard library does that too
+    # (dataclasses' generated __init__, namedtuple), in any thread
+    try:
+        return os.path.realpath(code.co_filename or "") == solution_file
+    except (OSError, ValueError):
+        return False
+
+
+class ThreadWatch:
+    """Threads started after construction (i.e. by the solution or what it imported)."""
+
+    def __init__(self):
+        self.main = threading.get_ident()
+        self.before = set(sys._current_frames())
+        self.solution_globals: dict | None = None
+        self.solution_file = ""
+
+    def arm(self, solution_globals: dict | None, solution_file: str) -> None:
+        self.solution_globals = solution_globals
+        self.solution_file = os.path.realpath(solution_file)
+
+    def check(self) -> list[str]:
+        """Raise ``TimerTampered`` if a new thread runs the solution's code; otherwise return a
+        short description of each other new thread still alive (at most five)."""
+        from d2k.execution.timing import TimerTampered
+
+        others = []
+        for ident, frame in sys._current_frames().items():
+            if ident == self.main or ident in self.before:
+                continue
+            stack = []
+            while frame is not None:
+                if _is_solution_frame(frame, self.solution_globals, self.solution_file):
+                    raise TimerTampered(
+                        f"a thread the solution started was running its code ({frame.f_code.co_name}, line "
+                        f"{frame.f_lineno}) outside its calls: results must be complete when run returns, "
+                        "and the timing loop's objects are reachable from such a thread")
+                stack.append(frame.f_code.co_name)
+                frame = frame.f_back
+            others.append(" < ".join(stack[:4]))
+        return others[:5]
