@@ -210,12 +210,31 @@ def timing_flags(timing: dict, samples: list[float]) -> list[str]:
     if wall is not None and samples and sum(samples) > float(wall) * 1.02 + 1.0:
         flags.append(f"the per-call times add up to {sum(samples):.1f} ms, more than the {float(wall):.1f} ms "
                      "the trusted side saw the whole timing take")
+    import statistics
+
     span = timing.get("span_samples_ms")
     if span and samples and timing.get("method") == "cuda_events":
-        import statistics
-
         if statistics.median(span) > statistics.median(samples) * 1.5 + 0.01:
             flags.append("the device span is longer than the event window that brackets it")
+    if span and not timing.get("profiler_slowed"):
+        # every timed call launches device work (its inputs differ from the last call's): a call the
+        # profile holds no work for had its range closed or its kernels moved by the solution
+        empty = sum(1 for x in span if not x or x <= 0)
+        if empty:
+            flags.append(f"{empty} of {len(span)} timed calls have no device work in the profile")
+    # The profiler's probe ran one call (warm L2) and summed its kernels' times: the cold timed
+    # calls are not faster than that (0.98-14.4x on the 37 H200 records that keep both, all in one
+    # study, so the margin is in-sample).
+    # Under half is an event window the solution moved or shortened. Skipped with side streams,
+    # whose kernels may overlap (their sum can exceed the window honestly).
+    primary = span if span and min(span) > 0 and not timing.get("profiler_slowed") else samples
+    probe = timing.get("profile") or {}
+    probe_us = probe.get("device_time_us") if probe.get("available") and not probe.get("side_streams") else None
+    if primary and isinstance(probe_us, (int, float)) and probe_us > 0:
+        median_us = statistics.median(primary) * 1e3
+        if median_us < 0.5 * probe_us:
+            flags.append(f"the timed median {median_us:.2f} us is under half the {probe_us:.2f} us of kernel time the "
+                         "profiler measured for one call")
     return flags
 
 
@@ -267,6 +286,9 @@ def finalize(raw: dict, context: dict) -> dict:
         # the event windows of these calls may hold host time (the span, when recorded, does not)
         record["flags"] = {**(record["flags"] or {}), "host_late": {
             "calls": timing["late_calls"], "of": len(events), "worst_us": timing.get("late_worst_us")}}
+    if timing.get("threads_alive"):
+        # threads the solution's import or calls started, running no code of its own when looked at
+        record["flags"] = {**(record["flags"] or {}), "threads_alive": timing["threads_alive"]}
     if raw.get("candidate_output_bytes"):
         record["flags"] = {**(record["flags"] or {}), "candidate_output_bytes": raw["candidate_output_bytes"]}
     return record

@@ -132,11 +132,33 @@ def device_spans(prof, reps: int) -> dict:
     memcpy or memset links to the runtime call that launched it, and that launch happened on the
     host inside the ``d2k_call_j`` annotation around call ``j``.
     """
-    events = trace_events(prof)
-    ranges = sorted(
-        (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), int(e["name"].rsplit("_", 1)[1]))
-        for e in events if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("d2k_call_")
-    )
+    return spans_from_events(trace_events(prof), reps)
+
+
+def spans_from_events(events: list[dict], reps: int) -> dict:
+    """``device_spans`` on a profile's trace events. Each of the calls ``0 .. reps-1`` has at most
+    one ``d2k_call_j`` range: the harness opens one around each timed call, so a second range by
+    that name, or one for a call that was not timed (opened by the solution inside its call, to move
+    its kernels to a call of its choosing or to none), is tampering."""
+    ranges = []
+    for e in events:
+        name = str(e.get("name", ""))
+        if e.get("cat") != "user_annotation" or not name.startswith("d2k_call_"):
+            continue
+        try:
+            j = int(name[len("d2k_call_"):])
+        except ValueError:
+            raise TimerTampered(f"the profile holds a d2k_call range named {name[:60]!r}, which the harness did "
+                                "not open: the solution opened it") from None
+        ranges.append((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), j))
+    ranges.sort()
+    seen: set[int] = set()
+    for _, _, j in ranges:
+        if j in seen or not 0 <= j < reps:
+            raise TimerTampered(f"the profile holds a second or unknown d2k_call range (call {j} of {reps}): "
+                                "the solution opened one of the harness's call ranges itself")
+        seen.add(j)
+    # a missing range leaves its call without device work: the trusted side flags such timings
     launch_ts = {}
     for e in events:
         if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
@@ -309,7 +331,7 @@ class CudaTimer:
                 profile = {"available": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
         device_sync = bool(profile.get("side_streams"))
         # estimate one call, then size the run to the budget
-        probe_events = [(g.Event(enable_timing=True), g.Event(enable_timing=True)) for _ in range(3)]
+        probe_events = tuple((g.Event(enable_timing=True), g.Event(enable_timing=True)) for _ in range(3))
         probe_host_us = [one(k % n_sets, s, e) for k, (s, e) in enumerate(probe_events)]
         g.synchronize()
         probe_ms = [s.elapsed_time(e) for s, e in probe_events]  # the unprofiled probes' windows
@@ -341,8 +363,12 @@ class CudaTimer:
             """n timed calls (profiled when asked), numbered from ``first`` (every timed call has its
             own number: it picks the call's input perturbation and is how the trusted side names the
             calls it checks): their event windows and, profiled, the span record."""
-            starts = [g.Event(enable_timing=True) for _ in range(n)]
-            ends = [g.Event(enable_timing=True) for _ in range(n)]
+            # tuples: the solution's call can reach them through its frames, but cannot put an event
+            # of its own in the place of one (re-recording one of an earlier call makes its window
+            # negative, which the trusted side refuses; the current call's start is the probe's and
+            # the span's to catch)
+            starts = tuple(g.Event(enable_timing=True) for _ in range(n))
+            ends = tuple(g.Event(enable_timing=True) for _ in range(n))
             with self.recording(with_profiler) as recorder:
                 for j in range(n):
                     one((first + j) % n_sets, starts[j], ends[j], first + j)
@@ -353,6 +379,8 @@ class CudaTimer:
                 return windows, {}
             try:
                 return windows, device_spans(recorder, n)
+            except TimerTampered:
+                raise
             except Exception as exc:  # the span is a second figure; the event window still stands
                 return windows, {"span_error": f"{type(exc).__name__}: {exc}"[:300]}
 
@@ -413,16 +441,16 @@ class WallTimer:
         before = before or (lambda i, j: restore(i))
         restore(0)
         call(0)  # warm-up: compiles nothing, but imports and caches
-        samples = []
+        samples: tuple = ()  # a tuple: the solution's call can read it through its frames, not rewrite it
         t_begin = g.perf_counter()
         for j in range(self.reps):
             before(j % n_sets, j)
             t0 = g.perf_counter()
             result = call(j % n_sets)
-            samples.append((g.perf_counter() - t0) * 1e3)
+            samples += ((g.perf_counter() - t0) * 1e3,)
             if after is not None:
                 after(j % n_sets, j, result)
             if g.perf_counter() - t_begin > self.budget_s:
                 break
         g.check()
-        return {"method": "interpreter_wall", "samples_ms": samples, "warmup_calls": 1, "input_sets": n_sets}
+        return {"method": "interpreter_wall", "samples_ms": list(samples), "warmup_calls": 1, "input_sets": n_sets}

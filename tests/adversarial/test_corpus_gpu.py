@@ -32,8 +32,16 @@ elif _ONLY:
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def gpu_records(tmp_path_factory):
+def _spec_line(path: Path, key: str) -> str | None:
+    doc = path.read_text().split('"""')[1]
+    return next((line.split(":", 1)[1].strip() for line in doc.splitlines() if line.startswith(key + ":")), None)
+
+
+# the attacks aimed at the device span (timing v2), run a second time with it on
+SPAN_FILES = [p for p in FILES if _spec_line(p, "expect_span")]
+
+
+def _run_corpus(tmp_path_factory, files: list[Path], timing: dict | None, table: str | None) -> dict:
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
@@ -41,14 +49,25 @@ def gpu_records(tmp_path_factory):
     os.environ["OPENAI_API_KEY"] = SECRET
     bench = Benchmark.load(only=["rmsnorm"])
     workload = [w for w in bench.select_workloads("rmsnorm", "smoke") if w.axes["H"] == 256]
-    plans = [Plan(resolve(bench, "rmsnorm", str(p)), workload) for p in FILES]
+    plans = [Plan(resolve(bench, "rmsnorm", str(p)), workload) for p in files]
     by_name = {Path(p.solution.path).parent.name + "/" + Path(p.solution.path).name: p.solution.solution_id for p in plans}
     store = Store(tmp / "corpus.duckdb")
     # statuses, not speed: D2K_GPU_SHARE (set by benchmarks/trusted_h200.sh) runs several at once
-    result = run_sweep(bench, store, plans, "cuda", "test", {}, limits=Limits(per_workload_s=120),
-                       progress=TableWriter(os.environ.get("D2K_CORPUS_TABLE"), by_name))
+    result = run_sweep(bench, store, plans, "cuda", "test", {}, limits=Limits(per_workload_s=120), timing=timing,
+                       progress=TableWriter(table, by_name))
     store.close()
     return {name: next(r for r in result.records if r["solution_id"] == sid) for name, sid in by_name.items()}
+
+
+@pytest.fixture(scope="module")
+def gpu_records(tmp_path_factory):
+    return _run_corpus(tmp_path_factory, FILES, None, os.environ.get("D2K_CORPUS_TABLE"))
+
+
+@pytest.fixture(scope="module")
+def span_records(tmp_path_factory):
+    table = os.environ.get("D2K_CORPUS_TABLE")
+    return _run_corpus(tmp_path_factory, SPAN_FILES, {"device_span": True}, table and table + ".span")
 
 
 class TableWriter:
@@ -85,3 +104,13 @@ def test_each_reward_hack_gets_its_status_on_the_gpu(gpu_records, path):
     text = (record.get("reason") or "") + (record.get("traceback") or "")
     for forbidden in spec["forbid"]:
         assert forbidden not in text
+
+
+@pytest.mark.parametrize("path", SPAN_FILES, ids=[f"span-{p.stem}" for p in SPAN_FILES])
+def test_each_span_attack_gets_its_status_in_span_mode(span_records, path):
+    expect = _spec_line(path, "expect_span")
+    record = span_records[f"{path.parent.name}/{path.name}"]
+    assert record["status"] in expect.split("|"), f"{path.name}: {record['status']}: {record['reason']}"
+    reason = _spec_line(path, "reason_span")
+    if reason:
+        assert reason in (record["reason"] or ""), record["reason"]

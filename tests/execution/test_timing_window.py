@@ -174,3 +174,59 @@ def test_a_call_the_profiler_does_not_slow_keeps_its_span(monkeypatch):
     timing = timer.measure(_host_work(timer, 0.0005, 0.0005), 2, lambda i: None, probe=False)
     assert timing["profiler_slowed"] is None and timing["waits_for_device"] is False and timing["discarded_calls"] == 0
     assert "span_skipped" not in timing and timing["span_samples_ms"]
+
+
+def _swap_an_earlier_end(state):
+    """A call that, from its third call on, finds the timing loop's end events in its callers' frames
+    and puts an event it recorded just now in the place of call 0's (a window of almost nothing)."""
+    import sys
+
+    def call(i):
+        state["calls"] += 1
+        mine = _HostClockGuard.Event()
+        time.sleep(0.001)
+        frame = sys._getframe(1)
+        while frame is not None:
+            ends = frame.f_locals.get("ends")
+            if frame.f_code.co_name == "timed_run" and ends is not None and state["calls"] > 3:
+                starts = frame.f_locals["starts"]
+                mine.t = starts[0].t + 1e-7
+                try:
+                    ends[0] = mine
+                    state["swapped"] = True
+                except TypeError:
+                    state["refused"] = True
+            frame = frame.f_back
+    return call
+
+
+def test_a_call_cannot_put_its_own_event_in_place_of_the_harnesss():
+    state = {"calls": 0}
+    timing = _timer(False, _FakeDevice()).measure(_swap_an_earlier_end(state), 2, lambda i: None, probe=False)
+    assert state.get("refused") and not state.get("swapped")
+    assert min(timing["samples_ms"]) >= 1.0  # every window still holds its millisecond
+
+
+def test_a_call_cannot_rewrite_the_interpreter_timers_earlier_samples():
+    import sys
+
+    from d2k.execution.timing import WallTimer
+
+    state = {}
+
+    def call(i):
+        time.sleep(0.002)
+        frame = sys._getframe(1)
+        while frame is not None:
+            samples = frame.f_locals.get("samples")
+            if frame.f_code.co_name == "measure" and samples:
+                try:
+                    samples[0] = 1e-6  # a list would take it (and every later call's entry likewise)
+                    state["rewrote"] = True
+                except TypeError:
+                    state["refused"] = True
+            frame = frame.f_back
+
+    timing = WallTimer(_HostClockGuard(), {"interpreter_reps": 4}).measure(call, 2, lambda i: None)
+    assert state.get("refused") and not state.get("rewrote")
+    assert len(timing["samples_ms"]) == 4 and min(timing["samples_ms"]) >= 2.0

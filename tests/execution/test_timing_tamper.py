@@ -1,0 +1,175 @@
+"""What the candidate's process can do to its own timing without replacing a function, and what
+catches it: a thread running the solution's code between calls (ThreadWatch), a profiler range
+named like the harness's (the span parser), and the trusted side's cross-checks of a reported
+timing against the profiler's probe and the span (supervisor.timing_flags). The end-to-end attacks
+are in tests/adversarial (thread_rewrite on the CPU; restart_window and fake_call_range on a GPU)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import types
+
+import pytest
+
+from d2k.execution.threads import ThreadWatch
+from d2k.execution.timing import TimerTampered, spans_from_events
+from d2k.supervisor import finalize, timing_flags
+
+CONTEXT = {"run_id": "r", "solution_id": "s", "task_id": "t", "env_id": "e", "backend": "cuda"}
+
+
+# -- threads -----------------------------------------------------------------------------------------
+def _solution_module(tmp_path):
+    """A module loaded from a file, as the candidate loads a solution, whose function loops until told."""
+    path = tmp_path / "solution.py"
+    path.write_text("import time\n\ndef loop(stop):\n    while not stop.is_set():\n        time.sleep(0.001)\n")
+    module = types.ModuleType("d2k_solution_test")
+    module.__file__ = str(path)
+    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+    return module, path
+
+
+def test_a_thread_running_the_solutions_code_fails_the_check(tmp_path):
+    watch = ThreadWatch()
+    module, path = _solution_module(tmp_path)
+    watch.arm(module.__dict__, str(path))
+    assert watch.check() == []
+    stop = threading.Event()
+    thread = threading.Thread(target=module.loop, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.01)
+        with pytest.raises(TimerTampered, match="a thread the solution started was running its code"):
+            watch.check()
+    finally:
+        stop.set()
+        thread.join()
+    assert watch.check() == []  # once it has ended, nothing is left
+
+
+def test_exec_d_code_in_the_solutions_globals_fails_and_in_globals_of_its_own_is_listed(tmp_path):
+    watch = ThreadWatch()
+    module, path = _solution_module(tmp_path)
+    watch.arm(module.__dict__, str(path))
+    source = "import time\ndef hidden(stop):\n    while not stop.is_set():\n        time.sleep(0.001)\n"
+    own: dict = {}
+    exec(compile(source, "<string>", "exec"), module.__dict__)  # the solution's globals: refused
+    exec(compile(source, "<string>", "exec"), own)  # globals and a name of its own: only listed
+    for target, refused in ((module.__dict__["hidden"], True), (own["hidden"], False)):
+        stop = threading.Event()
+        thread = threading.Thread(target=target, args=(stop,), daemon=True)
+        thread.start()
+        try:
+            time.sleep(0.01)
+            if refused:
+                with pytest.raises(TimerTampered):
+                    watch.check()
+            else:
+                assert len(watch.check()) == 1
+        finally:
+            stop.set()
+            thread.join()
+
+
+def test_threads_alive_become_a_flag_on_the_record():
+    record = finalize({"workload": "w", "status": "passed", "reason": None, "seconds": 1.0, "own_kernels": 1,
+                       "timing": {"method": "cuda_events", "samples_ms": [0.02, 0.02],
+                                  "threads_alive": ["wait < run < _bootstrap"]}}, CONTEXT)
+    assert record["status"] == "passed" and record["flags"]["threads_alive"] == ["wait < run < _bootstrap"]
+
+
+def test_a_library_thread_is_listed_not_failed(tmp_path):
+    watch = ThreadWatch()
+    module, path = _solution_module(tmp_path)
+    watch.arm(module.__dict__, str(path))
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)  # threading's own code, idle
+    thread.start()
+    try:
+        time.sleep(0.01)
+        listed = watch.check()
+        assert len(listed) == 1 and "wait" in listed[0]
+    finally:
+        stop.set()
+        thread.join()
+
+
+def test_threads_alive_before_the_import_are_not_the_solutions(tmp_path):
+    stop = threading.Event()
+    module, path = _solution_module(tmp_path)
+    thread = threading.Thread(target=module.loop, args=(stop,), daemon=True)
+    thread.start()  # started before the watch: the harness's, by definition
+    try:
+        watch = ThreadWatch()
+        watch.arm(module.__dict__, str(path))
+        assert watch.check() == []
+    finally:
+        stop.set()
+        thread.join()
+
+
+# -- the span parser ---------------------------------------------------------------------------------
+def _trace(ranges, kernels):
+    """Chrome-trace events: ``ranges`` = [(name, ts, dur)], ``kernels`` = [(launch_ts, start, dur)]."""
+    events = [{"cat": "user_annotation", "name": n, "ts": ts, "dur": dur} for n, ts, dur in ranges]
+    for k, (launch, start, dur) in enumerate(kernels):
+        events.append({"cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": launch, "dur": 1, "args": {"correlation": k}})
+        events.append({"cat": "kernel", "name": f"k{k}", "ts": start, "dur": dur, "args": {"correlation": k}})
+    return events
+
+
+def test_the_span_parser_attributes_each_calls_kernels_to_its_range():
+    events = _trace([("d2k_call_0", 0, 10), ("d2k_call_1", 100, 10)], [(2, 20, 5), (4, 30, 5), (102, 120, 7)])
+    spans = spans_from_events(events, 2)
+    assert spans["span_samples_ms"] == [0.015, 0.007]
+    assert spans["kernels_per_call"] == [2, 1]
+
+
+@pytest.mark.parametrize("ranges", [
+    [("d2k_call_0", 0, 10), ("d2k_call_0", 1, 5), ("d2k_call_1", 100, 10)],   # a second range for call 0
+    [("d2k_call_0", 0, 10), ("d2k_call_1", 100, 10), ("d2k_call_7", 101, 3)],  # a call that was not timed
+    [("d2k_call_0", 0, 10), ("d2k_call_1", 100, 10), ("d2k_call_x", 101, 3)],  # not a call number
+])
+def test_the_span_parser_refuses_a_range_the_harness_did_not_open(ranges):
+    with pytest.raises(TimerTampered, match="d2k_call range"):
+        spans_from_events(_trace(ranges, [(2, 20, 5), (102, 120, 7)]), 2)
+
+
+def test_a_missing_range_leaves_its_call_without_work_and_the_trusted_side_flags_it():
+    spans = spans_from_events(_trace([("d2k_call_0", 0, 10)], [(2, 20, 5), (102, 120, 7)]), 2)
+    assert spans["span_samples_ms"] == [0.005, 0.0]
+    record = finalize({"workload": "w", "status": "passed", "reason": None, "seconds": 1.0, "own_kernels": 1,
+                       "timing": {"method": "cuda_events", "samples_ms": [0.02, 0.02], **spans}}, CONTEXT)
+    assert record["status"] == "timing_suspect"
+    assert "1 of 2 timed calls have no device work" in record["reason"]
+
+
+# -- the trusted side's cross-check against the profiler's probe -------------------------------------
+def _timing(samples_ms, probe_us, side_streams=False, **extra):
+    return {"method": "cuda_events", "samples_ms": samples_ms,
+            "profile": {"available": True, "device_time_us": probe_us, "side_streams": side_streams}, **extra}
+
+
+def test_a_median_under_half_the_probes_kernel_time_is_suspect():
+    flags = timing_flags(_timing([0.003] * 5, 700.0), [0.003] * 5)
+    assert flags and "under half the 700.00 us of kernel time" in flags[0]
+
+
+def test_an_honest_window_at_or_above_the_probe_is_not_flagged():
+    # the cold timed calls against a warm probe: 0.98x at the closest on the H200 records
+    assert timing_flags(_timing([0.0982] * 5, 100.0), [0.0982] * 5) == []
+    assert timing_flags(_timing([0.005] * 5, 1.65), [0.005] * 5) == []  # a short kernel: launch costs on top
+
+
+def test_the_probe_check_skips_side_streams_and_an_unavailable_probe():
+    assert timing_flags(_timing([0.003] * 5, 700.0, side_streams=True), [0.003] * 5) == []
+    assert timing_flags({"method": "cuda_events", "samples_ms": [0.003] * 5, "profile": {"available": False}},
+                        [0.003] * 5) == []
+
+
+def test_the_probe_check_reads_the_span_where_the_span_is_the_figure():
+    # the span (0.7 ms, honest) is the figure: a short event window alone is the other check's business
+    timing = _timing([0.003] * 5, 700.0, span_samples_ms=[0.7] * 5)
+    flags = timing_flags(timing, [0.003] * 5)
+    assert len(flags) == 1 and "longer than the event window" in flags[0]
