@@ -253,7 +253,10 @@ class Candidate:
         mutated = cmd.get("mutated", [])
         returned = cmd.get("returned", [])
         n_sets = int(cmd["n_sets"])
-        seed = int(cmd["perturb_seed"])
+        # each timed call's perturbation seed arrives just before that call (call 0's on request, the
+        # others in the decision after the call before): none is known while warm-up or an earlier
+        # call runs, so no output can be computed ahead of its call
+        seeds: dict[int, int] = {}
         names = list(cmd["perturb"])
         # each set's pristine values: perturbed before each timed call, copied into the working
         # tensors of inputs the op writes
@@ -268,7 +271,11 @@ class Candidate:
                 sets[i][name].copy_(pristine[i][name])
 
         def before(i, j):
-            wire.perturb(pristine[i], names, seed, j)
+            if j not in seeds:
+                self.reply({"op": "seed", "call": j})
+                answer, _ = wire.recv(self.cmd_fd, 0, spin_s=wire.spin_s(self.interpreter))
+                seeds[j] = int(answer["seed"])
+            wire.perturb(pristine[i], names, seeds.pop(j), j)
             restore(i)
 
         def call(i):
@@ -291,6 +298,7 @@ class Candidate:
             # on the GPU, wait hot: the next call must be issued as fast as the warm-up measured
             decision, _ = wire.recv(self.cmd_fd, 0, spin_s=wire.spin_s(self.interpreter))
             kept.pop(decision.get("drop"), None)
+            seeds[j + 1] = int(decision["next_seed"])
             if decision.get("keep") and len(kept) < 8:
                 kept[j] = (copies, written)
 

@@ -438,15 +438,16 @@ class Checker:
             del inputs, first, second, expected
         return {"trials": trials}
 
-    def replay(self, base: dict, names: list, seed: int, calls: list[int], n_sets: int):
+    def replay(self, base: dict, names: list, seeds: list[int], calls: list[int], n_sets: int):
         """Yields ``(call, inputs)`` for each of ``calls``: the inputs that timed call ran on, i.e.
-        its set's values after every perturbation up to it. One pass per set, in call order, so each
-        perturbation is applied once (not once per checked call)."""
+        its set's values after every perturbation up to it (call ``j``'s from ``seeds[j]``). One
+        pass per set, in call order, so each perturbation is applied once (not once per checked
+        call)."""
         for i in sorted({c % n_sets for c in calls}):
             state = {k: (v.clone() if isinstance(v, self.torch.Tensor) else v) for k, v in base.items()}
             wanted = sorted(c for c in calls if c % n_sets == i)
             for j in range(i, wanted[-1] + 1, n_sets):
-                self.wire.perturb(state, names, seed, j)
+                self.wire.perturb(state, names, seeds[j], j)
                 if j in wanted:
                     yield j, state
             del state
@@ -461,11 +462,12 @@ class Checker:
         # under the interpreter two sets and four calls suffice: calls 2 and 3 reuse a set
         n_sets = 2 if self.interpreter else int(min(8, max(2, float(settings.get("rotate_bytes", 2e9)) // set_bytes)))
         names = self.wire.perturbable(base, self.fixed)
-        seed = self.rng.getrandbits(62)
+        # call j's perturbation seed, drawn here and sent just before call j (see candidate.time)
+        seeds = [self.rng.getrandbits(62)]
         metas, blobs = self.wire.pack(base)
         started = time.perf_counter()
         self.candidate.send({"op": "time", "inputs": metas, "returned": self.returned, "mutated": self.mutated,
-                             "n_sets": n_sets, "perturb_seed": seed, "perturb": names, "settings": settings}, blobs)
+                             "n_sets": n_sets, "perturb": names, "settings": settings}, blobs)
         # Which timed calls are checked: a uniform sample of 3 (reservoir), decided after each call
         # was issued, from this process's randomness.
         sample: list[int] = []
@@ -474,16 +476,27 @@ class Checker:
         while True:
             # answer each "issued" at once: the candidate waits for the decision between timed calls
             reply, out = self.candidate.receive(limit=limit, spin_s=self.wire.spin_s(self.interpreter))
+            if reply.get("op") == "seed":
+                # only the next call's seed, and only the first call asks (the others come with decisions)
+                if reply.get("call") != seen or seen != 0:
+                    raise CheckFailed(f"the timing asked for call {reply.get('call')}'s perturbation before call "
+                                      f"{seen}: the timing loop was replaced")
+                self.candidate.send({"seed": seeds[0]})
+                continue
             if reply.get("op") == "issued":
                 j = int(reply.get("call", -1))
+                if j != seen:
+                    raise CheckFailed(f"the timing announced call {j} where call {seen} was next: the timing loop "
+                                      "was replaced")
                 seen += 1
+                seeds.append(self.rng.getrandbits(62))
                 keep = len(sample) < 3 or self.rng.random() < 3 / seen
                 drop = None
                 if keep and len(sample) >= 3:
                     drop = sample.pop(self.rng.randrange(len(sample)))
                 if keep:
                     sample.append(j)
-                self.candidate.send({"keep": keep, "drop": drop})
+                self.candidate.send({"keep": keep, "drop": drop, "next_seed": seeds[seen]})
                 continue
             break
         wall_ms = (time.perf_counter() - started) * 1e3
@@ -513,7 +526,7 @@ class Checker:
             missing = sorted(set(sample) - set(by_call))
             if missing:
                 raise CheckFailed(f"timed call {missing[0]}: its outputs were asked for and not returned")
-            for j, inputs in self.replay(base, names, seed, sorted(set(sample)), n_sets):
+            for j, inputs in self.replay(base, names, seeds, sorted(set(sample)), n_sets):
                 entry, blobs_j = by_call[j]
                 if entry.get("facts", {}).get("error"):
                     raise CheckFailed(f"timed call {j}: {entry['facts']['error']}")
