@@ -472,7 +472,9 @@ class Checker:
         # was issued, from this process's randomness.
         sample: list[int] = []
         seen = 0
-        limit = self.reply_bytes(workload, base, calls=8)  # the last reply carries the kept calls' outputs (at most 8)
+        # each kept call's outputs arrive right after the decision to keep them (see candidate.time)
+        kept: dict[int, tuple[dict, list]] = {}
+        limit = self.reply_bytes(workload, base, calls=1)
         while True:
             # answer each "issued" at once: the candidate waits for the decision between timed calls
             reply, out = self.candidate.receive(limit=limit, spin_s=self.wire.spin_s(self.interpreter))
@@ -490,13 +492,21 @@ class Checker:
                                       "was replaced")
                 seen += 1
                 seeds.append(self.rng.getrandbits(62))
-                keep = len(sample) < 3 or self.rng.random() < 3 / seen
-                drop = None
+                # (a reference's outputs are not compared: nothing of its is kept)
+                keep = not self.is_reference and (len(sample) < 3 or self.rng.random() < 3 / seen)
                 if keep and len(sample) >= 3:
-                    drop = sample.pop(self.rng.randrange(len(sample)))
+                    kept.pop(sample.pop(self.rng.randrange(len(sample))), None)
                 if keep:
                     sample.append(j)
-                self.candidate.send({"keep": keep, "drop": drop, "next_seed": seeds[seen]})
+                self.candidate.send({"keep": keep, "next_seed": seeds[seen]})
+                if keep:
+                    reply, out = self.candidate.receive(limit=limit, spin_s=self.wire.spin_s(self.interpreter))
+                    if reply.get("op") != "kept":
+                        break  # the timing ended (it failed) instead of sending the kept outputs
+                    if reply.get("call") != j:
+                        raise CheckFailed(f"the timing sent call {reply.get('call')}'s outputs where call {j}'s were "
+                                          "kept: the timing loop was replaced")
+                    kept[j] = (reply, out)
                 continue
             break
         wall_ms = (time.perf_counter() - started) * 1e3
@@ -514,20 +524,13 @@ class Checker:
             # every timed call must be announced as it is issued (that is when the checked ones are chosen)
             raise CheckFailed(f"the timing reported {reps + discarded} calls but announced {seen}: the timing loop was "
                               "replaced or bypassed")
-        kept = reply.get("kept") or []
         checked = []
         if not self.is_reference:
-            offset = 0
-            by_call = {}
-            for entry in kept:
-                n = sum(1 for m in entry.get("outputs", []) if "scalar" not in m)
-                by_call[int(entry.get("call", -1))] = (entry, out[offset:offset + n])
-                offset += n
-            missing = sorted(set(sample) - set(by_call))
+            missing = sorted(set(sample) - set(kept))
             if missing:
                 raise CheckFailed(f"timed call {missing[0]}: its outputs were asked for and not returned")
             for j, inputs in self.replay(base, names, seeds, sorted(set(sample)), n_sets):
-                entry, blobs_j = by_call[j]
+                entry, blobs_j = kept.pop(j)
                 if entry.get("facts", {}).get("error"):
                     raise CheckFailed(f"timed call {j}: {entry['facts']['error']}")
                 got = self.received(entry.get("outputs", []), blobs_j, entry.get("facts", {}), f"timed call {j}")
