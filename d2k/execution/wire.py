@@ -265,11 +265,19 @@ def unpack(metas: list, blobs: list, device) -> dict:
 
 # -- the perturbation of timed inputs ---------------------------------------------------------------
 def perturbable(inputs: dict, fixed: set) -> list[str]:
-    """Inputs whose values change between timed calls: floating tensors (fp8 included) with at
-    least two elements, except those the task marks as fixed (structured values)."""
+    """Inputs whose values change between timed calls: floating and integer tensors (fp8 and packed
+    weights included) with at least two elements, except those the task marks as fixed
+    (``FIXED_INPUTS``: values whose order carries structure, like the offsets of ``cu_seqlens``).
+
+    Integer inputs are perturbed too: a task whose inputs are all integers (routing ids, say) was
+    otherwise never perturbed, so a result cached by tensor identity stayed right, and a solution
+    could keep work derived from an integer input (a repacked weight, a routing plan) from one
+    timed call to the next. A swap within a row keeps every value the input builder made: ids stay
+    distinct within a row, page and slot numbers stay a permutation."""
     return sorted(
         name for name, t in inputs.items()
-        if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.numel() >= 2 and name not in fixed
+        if isinstance(t, torch.Tensor) and t.dtype != torch.bool and t.dtype.itemsize in _BYTE_VIEW
+        and t.numel() >= 2 and name not in fixed
     )
 
 
