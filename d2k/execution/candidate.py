@@ -145,6 +145,8 @@ class Candidate:
                                              "copy_", "__torch_function__"))):
             for attr in attrs:
                 self.guard.protect(f"{getattr(owner, '__name__', owner)}.{attr}", owner, attr)
+        # the guard's own captured primitives and its table of originals, as they are now
+        self.guard.freeze(self.guard, mutable=("frozen",))
         self.threads = ThreadWatch()  # which threads exist before the solution's code runs
         _count_triton_launches()
         self.fn = _load(cmd["path"], cmd.get("entry_point", "run"), cmd.get("kind", "file"))
@@ -307,8 +309,11 @@ class Candidate:
 
         settings = cmd.get("settings", {})
         timer = WallTimer(self.guard, settings) if self.interpreter else CudaTimer("cuda", self.guard, settings)
+        self.guard.freeze(timer, mutable=("_recording",))  # its flush buffer, mode, hold, methods
         launches = LAUNCHES["triton"]
         timing = timer.measure(call, n_sets, restore, probe=not self.interpreter, before=before, after=after)
+        self.guard.check()
+        self.guard.thaw(timer)
         timing["triton_launches"] = LAUNCHES["triton"] - launches
         threads_alive.update(self.threads.check())
         if threads_alive:

@@ -43,10 +43,23 @@ class TimerTampered(RuntimeError):
     """The candidate replaced part of the timing machinery."""
 
 
+def _attributes(obj, mutable: tuple) -> dict:
+    """``obj``'s own attributes; a dict's entries as a tuple of pairs (the guard's table of
+    originals is a dict: an entry replaced in it would let the replaced function pass)."""
+    return {k: (v, tuple(v.items()) if type(v) is dict else None) for k, v in vars(obj).items() if k not in mutable}
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    if a[0] is not b[0] or (a[1] is None) != (b[1] is None):
+        return False
+    return a[1] is None or (len(a[1]) == len(b[1]) and all(x[0] == y[0] and x[1] is y[1] for x, y in zip(a[1], b[1])))
+
+
 class TimerGuard:
     """Holds the timing primitives captured before any candidate code is imported."""
 
     def __init__(self):
+        self.frozen: list[tuple] = []
         self.perf_counter = time.perf_counter
         self.items = {"time.perf_counter": (time, "perf_counter", inspect.getattr_static(time, "perf_counter"))}
         if torch.cuda.is_available():
@@ -59,6 +72,15 @@ class TimerGuard:
                                        ("Event.synchronize", torch.cuda.Event, "synchronize")):
                 self.protect(label, owner, attr)
 
+    def freeze(self, obj, mutable: tuple = ()) -> None:
+        """Also check that ``obj``'s own attributes (all but ``mutable``) stay the objects they are
+        now and that none is added: an instance attribute shadows a class's method, so the class
+        check alone missed ``timer.flush_l2 = lambda: None`` (or a one-byte ``timer.flush``)."""
+        self.frozen.append((obj, mutable, _attributes(obj, mutable)))
+
+    def thaw(self, obj) -> None:
+        self.frozen = [f for f in self.frozen if f[0] is not obj]
+
     def protect(self, label: str, owner, attr: str) -> None:
         """Also check that ``owner.attr`` is still what it is now (a harness function). Compared as
         stored (``getattr_static``): a classmethod is a new bound object on every plain lookup."""
@@ -68,6 +90,12 @@ class TimerGuard:
         for label, (owner, attr, original) in self.items.items():
             if inspect.getattr_static(owner, attr, None) is not original:
                 raise TimerTampered(f"the solution replaced {label}")
+        for obj, mutable, attrs in self.frozen:
+            now = _attributes(obj, mutable)
+            changed = sorted(k for k in now.keys() | attrs.keys()
+                             if k not in now or k not in attrs or not _same(now[k], attrs[k]))
+            if changed:
+                raise TimerTampered(f"the solution changed the {type(obj).__name__}'s {', '.join(changed[:3])}")
         # a torch function or dispatch mode left active would see (and could rewrite) every tensor
         # operation of the harness that follows, the copies of kept outputs included
         if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():

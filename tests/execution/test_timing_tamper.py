@@ -173,3 +173,45 @@ def test_the_probe_check_reads_the_span_where_the_span_is_the_figure():
     timing = _timing([0.003] * 5, 700.0, span_samples_ms=[0.7] * 5)
     flags = timing_flags(timing, [0.003] * 5)
     assert len(flags) == 1 and "longer than the event window" in flags[0]
+
+
+# -- instance attributes the class check does not see ------------------------------------------------
+class _Timer:
+    def __init__(self):
+        self.flush = [0] * 8
+        self._recording = False
+
+    def flush_l2(self):
+        self.flush[:] = [0] * len(self.flush)
+
+
+def _guard():
+    from d2k.execution.timing import TimerGuard
+
+    guard = TimerGuard()
+    guard.protect("_Timer.flush_l2", _Timer, "flush_l2")
+    guard.freeze(guard, mutable=("frozen",))
+    return guard
+
+
+@pytest.mark.parametrize("attack, what", [
+    (lambda timer, guard: setattr(timer, "flush_l2", lambda: None), "flush_l2"),   # shadows the method
+    (lambda timer, guard: setattr(timer, "flush", [0]), "flush"),                    # a one-element flush
+    (lambda timer, guard: setattr(guard, "perf_counter", lambda: 0.0), "perf_counter"),
+    # an entry of the guard's table of originals replaced, then the class patched to match it
+    (lambda timer, guard: (guard.items.__setitem__("_Timer.flush_l2", (_Timer, "flush_l2", None)),
+                           setattr(_Timer, "flush_l2", None)), "items"),
+])
+def test_a_changed_attribute_of_the_timer_or_the_guard_is_tampering(attack, what):
+    original = _Timer.flush_l2
+    try:
+        guard, timer = _guard(), _Timer()
+        guard.freeze(timer, mutable=("_recording",))
+        timer._recording = True  # the one attribute the timer changes itself
+        guard.check()
+        attack(timer, guard)
+        with pytest.raises(TimerTampered, match=what):
+            guard.check()
+        guard.thaw(timer)
+    finally:
+        _Timer.flush_l2 = original

@@ -1,11 +1,11 @@
-"""Finds the timer guard through gc and stops its clock, so every timed call reads as zero.
-expect: timing_suspect
-expect_gpu: passed|timeout
-reason: zero or negative
+"""Finds the timer guard through gc and stops its clock, so every timed call would read as zero.
+expect: failed
+reason: changed the TimerGuard's perf_counter
 
-On the GPU the timed figures come from CUDA events, so a stopped host clock cannot make a call read
-as free; it only stalls the candidate's own time-bounded warm-up (10,000 calls, each scanning gc),
-and the evaluation times out (seen on the H200, 2026-12-03). Either way nothing forged is stored.
+The guard's own captured primitives are frozen when the solution is imported, and the check after
+the first (correctness) call sees the replaced clock. Before that, the interpreter's calls read
+as zero (timing_suspect), and on the H200 the stopped clock stalled the time-bounded warm-up
+until the evaluation timed out (2026-12-03).
 """
 import torch
 
