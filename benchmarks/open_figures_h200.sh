@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # The figures the open issues still lack, in device calls of about 560 s; each part returns one
 # file (benchmarks/packed.sh), so a part cut short loses only itself:
+#   trust.tgz the timing-loop changes of session 17 (offline there) on the GPU first: the reward-hack
+#             corpus (new: restart_window, fake_call_range, flush_shadow, and the span-mode run of the
+#             span attacks), then rmsnorm's and silu_and_mul's experts in events and span mode, to set
+#             against the published figures (the protocol now sends seeds and kept outputs per call);
 #   ship.tgz  issue 15: the two experts adopted in session 16 as shipped files through `d2k bench`
 #             (span mode) beside their production baselines (cuBLAS `_scaled_mm`, gemlite), after
 #             the GPU test of the FP8 Gluon path on ragged M and N (tests/execution/test_fp8_gluon_gpu.py);
@@ -15,19 +19,29 @@
 #             last three workloads, 240 s per workload;
 #   w4b.tgz   issue 15: the W4A16 bandwidth candidates (benchmarks/studies/2026-12-04-w4a16-bandwidth)
 #             against the shipped expert, span mode.
-# Three calls, in the order they matter: `bash benchmarks/open_figures_h200.sh` (fla, the whole call),
+# Three calls, in the order they matter: `PARTS="trust fla" bash benchmarks/open_figures_h200.sh`,
 # then `PARTS="ship c14" ...`, then `PARTS="moe merge w4b" ...`.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
-# PARTS picks parts (default fla); each stops at the call's deadline (SECONDS_BUDGET).
+# PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET).
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite).
 set -uo pipefail
 deadline=$(( $(date +%s) + ${SECONDS_BUDGET:-560} ))
 left() { echo $(( deadline - $(date +%s) )); }
 P="bash benchmarks/packed.sh"
-for part in ${PARTS:-fla}; do
+for part in ${PARTS:-trust fla}; do
   (( $(left) > 30 )) || { echo "no time left for $part"; continue; }
   case $part in
+    trust) $P trust bash -c 'export D2K_DB=/tmp/trust.duckdb; source benchmarks/gpu_env.sh
+          python3 -m pip install -q --no-index --find-links .whl pytest
+          D2K_GPU_SHARE=4 D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout 200 python3 -m pytest -q -m gpu \
+            tests/adversarial/test_corpus_gpu.py -p no:cacheprovider > "$OUT/corpus_gpu.log" 2>&1
+          timeout 60 python3 -m d2k bench --tasks rmsnorm,silu_and_mul --solution expert > "$OUT/bench_events.log" 2>&1
+          D2K_TIMING={\"device_span\":true} D2K_DB=/tmp/trust_span.duckdb timeout 60 python3 -m d2k bench \
+            --tasks rmsnorm,silu_and_mul --solution expert > "$OUT/bench_span.log" 2>&1
+          for db in /tmp/trust.duckdb /tmp/trust_span.duckdb; do D2K_DB=$db python3 -m d2k sql \
+            "SELECT workload_id, status, median_ms, event_median_ms, span_median_ms, flags FROM v_evaluations ORDER BY 1" \
+            --format json > "$OUT/$(basename $db .duckdb).json"; done' ;;
     ship) $P ship bash -c 'export D2K_DB=/tmp/ship.duckdb; source benchmarks/gpu_env.sh
           python3 -m pip install -q --no-index --find-links .whl pytest
           timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/execution/test_fp8_gluon_gpu.py \
