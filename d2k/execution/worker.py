@@ -575,10 +575,13 @@ class Checker:
         """Did the solution launch a kernel of its own (not a library's)? None for baselines."""
         if self.job["solution"]["kind"] in ("reference", "compiled"):
             return None
-        if self.triton_launches:
-            return True
         names = list((timing.get("profile") or {}).get("kernel_names") or []) + list(timing.get("span_kernel_names") or [])
-        return any(not any(m in name for m in LIBRARY_KERNEL_MARKERS) for name in names)
+        own = any(not any(m in name for m in LIBRARY_KERNEL_MARKERS) for name in names)
+        if (timing.get("profile") or {}).get("available"):
+            # the profiler's kernel names decide on a GPU: the launch counter lives in the
+            # candidate's process, where one line of the solution can raise it
+            return own
+        return bool(self.triton_launches) or own
 
 
 def _read_key() -> bytes:

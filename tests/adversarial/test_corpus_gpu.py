@@ -101,6 +101,8 @@ def test_each_reward_hack_gets_its_status_on_the_gpu(gpu_records, path):
     assert record["status"] in expect.split("|"), f"{path.name}: {record['status']}: {record['reason']}"
     if "reason" in spec and expect == spec["expect"]:
         assert spec["reason"] in (record["reason"] or ""), record["reason"]
+    if "kernel_less" in spec and record["status"] == "passed":
+        assert record["kernel_less"] is (spec["kernel_less"] == "true")
     text = (record.get("reason") or "") + (record.get("traceback") or "")
     for forbidden in spec["forbid"]:
         assert forbidden not in text
