@@ -130,7 +130,7 @@ def profile_streams(call, guard: TimerGuard) -> dict:
     return {
         "available": True,
         "kernels": len(kernels),
-        "kernel_names": sorted({e.get("name", "")[:120] for e in kernels})[:20],
+        "kernel_names": sorted({e.get("name", "")[:120] for e in kernels})[:64],
         "device_time_us": round(sum(float(e.get("dur", 0)) for e in work), 3),
         "streams": streams,
         "side_streams": any(s != current for s in streams),
@@ -220,7 +220,7 @@ def spans_from_events(events: list[dict], reps: int) -> dict:
         if j < 3:
             names.update(str(e.get("name", ""))[:120] for e in kernels)
     return {"span_samples_ms": span, "kernel_sum_ms": busy, "kernels_per_call": count,
-            "span_kernel_names": sorted(names)[:20],
+            "span_kernel_names": sorted(names)[:64],
             "calls_without_device_work": sum(1 for c in per_call.values() if not c) + (reps - len(per_call))}
 
 

@@ -215,3 +215,19 @@ def test_a_changed_attribute_of_the_timer_or_the_guard_is_tampering(attack, what
         guard.thaw(timer)
     finally:
         _Timer.flush_l2 = original
+
+
+# -- kernel-less: the profiler's names against the candidate's launch counter ------------------------
+@pytest.mark.parametrize("names, launches, own", [
+    (["void at::native::vectorized_elementwise_kernel<4>", "void at::native::reduce_kernel<512>"], 5, False),
+    (["_gemm_persistent_kernel"], 3, True),        # a Triton GEMM: its name has only a weak marker
+    (["gemv2T_kernel_val<int, float>"], 0, False),   # cuBLAS's GEMV with no launch of the solution's own
+    (["_rmsnorm_kernel", "void at::native::copy_kernel"], 0, True),
+])
+def test_own_kernels_on_a_gpu(names, launches, own):
+    from d2k.execution.worker import Checker
+
+    checker = Checker.__new__(Checker)
+    checker.job = {"solution": {"kind": "file"}}
+    checker.triton_launches = launches
+    assert checker.own_kernels({"profile": {"available": True, "kernel_names": names}}) is own
