@@ -11,7 +11,7 @@ old=$(mktemp -d)
 git -C "$root" archive 18f5103 | tar -x -C "$old"
 here=$(dirname "$(readlink -f "$0")")
 files="$here/honest_rmsnorm.py"
-for f in patch_json_reply patch_json_encoder thread_rewrite precompute_perturbed fixup_kept patch_guard_clock; do
+for f in patch_json_reply patch_json_encoder thread_rewrite precompute_perturbed fixup_kept patch_guard_clock patch_flush_zero; do
   files="$files $root/tests/adversarial/cpu/$f.py"
 done
 for code in old new; do
