@@ -131,11 +131,18 @@ def profile_streams(call, guard: TimerGuard) -> dict:
     work = device_events[1:]
     kernels = [e for e in work if e.get("cat") == "kernel"]
     streams = sorted({e.get("args", {}).get("stream") for e in work})
+    # the busiest stream's total: a lower bound on the call's device time even when its streams
+    # overlap (the trusted side sets the timed median against it)
+    busy: dict = {}
+    for e in work:
+        stream = e.get("args", {}).get("stream")
+        busy[stream] = busy.get(stream, 0.0) + float(e.get("dur", 0))
     return {
         "available": True,
         "kernels": len(kernels),
         "kernel_names": sorted({e.get("name", "")[:120] for e in kernels})[:64],
         "device_time_us": round(sum(float(e.get("dur", 0)) for e in work), 3),
+        "busiest_stream_us": round(max(busy.values()), 3) if busy else 0.0,
         "streams": streams,
         "side_streams": any(s != current for s in streams),
     }

@@ -162,10 +162,20 @@ def test_an_honest_window_at_or_above_the_probe_is_not_flagged():
     assert timing_flags(_timing([0.005] * 5, 1.65), [0.005] * 5) == []  # a short kernel: launch costs on top
 
 
-def test_the_probe_check_skips_side_streams_and_an_unavailable_probe():
-    assert timing_flags(_timing([0.003] * 5, 700.0, side_streams=True), [0.003] * 5) == []
+def test_the_probe_check_skips_an_unavailable_probe_and_old_side_stream_records():
+    assert timing_flags(_timing([0.003] * 5, 700.0, side_streams=True), [0.003] * 5) == []  # no busiest_stream_us
     assert timing_flags({"method": "cuda_events", "samples_ms": [0.003] * 5, "profile": {"available": False}},
                         [0.003] * 5) == []
+
+
+def test_with_side_streams_the_busiest_stream_bounds_the_median():
+    # two streams of 400 us each, overlapping: 800 us of kernels, but a 0.45 ms window is honest
+    honest = _timing([0.45] * 5, 800.0, side_streams=True, method="events+device_sync")
+    honest["profile"]["busiest_stream_us"] = 400.0
+    assert timing_flags(honest, [0.45] * 5) == []
+    moved = _timing([0.01] * 5, 800.0, side_streams=True, method="events+device_sync")
+    moved["profile"]["busiest_stream_us"] = 400.0
+    assert "under half the 400.00 us" in timing_flags(moved, [0.01] * 5)[0]
 
 
 def test_the_probe_check_reads_the_span_where_the_span_is_the_figure():
