@@ -18,6 +18,7 @@ import os
 import re
 import secrets
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -210,8 +211,6 @@ def timing_flags(timing: dict, samples: list[float]) -> list[str]:
     if wall is not None and samples and sum(samples) > float(wall) * 1.02 + 1.0:
         flags.append(f"the per-call times add up to {sum(samples):.1f} ms, more than the {float(wall):.1f} ms "
                      "the trusted side saw the whole timing take")
-    import statistics
-
     span = timing.get("span_samples_ms")
     if span and samples and timing.get("method") == "cuda_events":
         if statistics.median(span) > statistics.median(samples) * 1.5 + 0.01:
