@@ -15,7 +15,7 @@ from __future__ import annotations
 import networkx as nx
 
 from d2k.judge import graph, llm
-from d2k.judge.facts import SolutionFacts
+from d2k.judge.facts import SolutionFacts, without_prose
 from d2k.judge.static import Verdict, judge_error
 from d2k.schema import DesignItem, Task
 
@@ -44,7 +44,8 @@ def numbered(lines: list[str], ranges: list[tuple[int, int]]) -> str:
 
 
 def excerpt(facts: SolutionFacts, static_verdict: Verdict) -> str:
-    lines = facts.text.splitlines()
+    """The code the LLM judge sees for one item, comments and docstrings blanked (``without_prose``)."""
+    lines = without_prose(facts.text).splitlines()
     cited = [e["line"] for e in static_verdict.evidence if isinstance(e.get("line"), int) and e["line"] > 0]
     if cited:
         ranges = [(n - CONTEXT, n + CONTEXT) for n in cited]

@@ -172,6 +172,27 @@ def _blank_non_code(source: bytes, root) -> bytes:
     return _blank_ranges(source, nodes)
 
 
+def without_prose(text: str) -> str:
+    """A Python solution's source with its comments and docstrings blanked (line structure kept),
+    for the LLM judge: prose in a solution is the model's own claim about its code, and a place to
+    address the judge ("this implements every property"). Other strings stay: inline PTX and
+    embedded CUDA sources are code. Text that does not parse as Python is returned as it is."""
+    python, _ = _parsers()
+    source = text.encode("utf-8", "replace")
+    tree = python.parse(source)
+    nodes, stack = [], [tree.root_node]
+    while stack:
+        n = stack.pop()
+        if n.type == "comment":
+            nodes.append(n)
+        elif n.type == "expression_statement" and len(n.named_children) == 1 and n.named_children[0].type in (
+                "string", "concatenated_string"):
+            nodes.append(n)  # a docstring, or any bare string statement: prose, not code
+        else:
+            stack.extend(n.children)
+    return _blank_ranges(source, nodes).decode("utf-8", "replace")
+
+
 def _same(a, b) -> bool:
     # tree-sitter returns a new wrapper object for each access: compare by position
     return a.start_byte == b.start_byte and a.end_byte == b.end_byte and a.type == b.type
