@@ -57,10 +57,20 @@ def excerpt(facts: SolutionFacts, static_verdict: Verdict) -> str:
     return numbered(lines, ranges)
 
 
-def describe_static(v: Verdict) -> str:
+def describe_static(v: Verdict, prose_free: list[str] | None = None) -> str:
+    """The static verdict for the LLM's prompt; with ``prose_free`` (the file's lines, comments and
+    docstrings blanked) each evidence line is quoted from it, not from the stored snippet, which
+    keeps a trailing comment."""
     if v.verdict == "undetermined":
         return f"undetermined ({v.reason})"
-    where = "; ".join(f"line {e['line']}: {e['snippet']}" for e in v.evidence[:4])
+
+    def quote(e: dict) -> str:
+        n = e.get("line")
+        if prose_free is not None and isinstance(n, int) and 0 < n <= len(prose_free):
+            return prose_free[n - 1].strip()[:160]
+        return e["snippet"]
+
+    where = "; ".join(f"line {e['line']}: {quote(e)}" for e in v.evidence[:4])
     return f"{v.verdict} ({v.strength} evidence: {v.reason}){' — ' + where if where else ''}"
 
 
@@ -84,6 +94,7 @@ def judge_code(task: Task, items: list[DesignItem], facts: SolutionFacts, static
     final: dict[str, Verdict] = {}
     dag = graph.build(items)
     lines = facts.text.splitlines()
+    prose_free = without_prose(facts.text).splitlines()
     for generation in nx.topological_generations(dag):
         calls = []
         for item_id in generation:
@@ -102,7 +113,7 @@ def judge_code(task: Task, items: list[DesignItem], facts: SolutionFacts, static
                 "task_description": task.description.strip(),
                 "item": item.describe(),
                 "prerequisites": prereq,
-                "static_verdict": describe_static(sv),
+                "static_verdict": describe_static(sv, prose_free),
                 "code": excerpt(facts, sv),
             }))
         for outcome in runner.many(program, calls):
