@@ -43,9 +43,10 @@ def numbered(lines: list[str], ranges: list[tuple[int, int]]) -> str:
     return "\n".join(out)
 
 
-def excerpt(facts: SolutionFacts, static_verdict: Verdict) -> str:
-    """The code the LLM judge sees for one item, comments and docstrings blanked (``without_prose``)."""
-    lines = without_prose(facts.text).splitlines()
+def excerpt(facts: SolutionFacts, static_verdict: Verdict, prose_free: list[str] | None = None) -> str:
+    """The code the LLM judge sees for one item, comments and docstrings blanked (``without_prose``;
+    ``prose_free``: those lines, computed once per file by the caller)."""
+    lines = prose_free if prose_free is not None else without_prose(facts.text, facts.path).splitlines()
     cited = [e["line"] for e in static_verdict.evidence if isinstance(e.get("line"), int) and e["line"] > 0]
     if cited:
         ranges = [(n - CONTEXT, n + CONTEXT) for n in cited]
@@ -94,7 +95,7 @@ def judge_code(task: Task, items: list[DesignItem], facts: SolutionFacts, static
     final: dict[str, Verdict] = {}
     dag = graph.build(items)
     lines = facts.text.splitlines()
-    prose_free = without_prose(facts.text).splitlines()
+    prose_free = without_prose(facts.text, facts.path).splitlines()
     for generation in nx.topological_generations(dag):
         calls = []
         for item_id in generation:
@@ -114,7 +115,7 @@ def judge_code(task: Task, items: list[DesignItem], facts: SolutionFacts, static
                 "item": item.describe(),
                 "prerequisites": prereq,
                 "static_verdict": describe_static(sv, prose_free),
-                "code": excerpt(facts, sv),
+                "code": excerpt(facts, sv, prose_free),
             }))
         for outcome in runner.many(program, calls):
             item = by_id[outcome.key]

@@ -172,13 +172,15 @@ def _blank_non_code(source: bytes, root) -> bytes:
     return _blank_ranges(source, nodes)
 
 
-def without_prose(text: str) -> str:
-    """A Python solution's source with its comments and docstrings blanked (line structure kept),
-    for the LLM judge: prose in a solution is the model's own claim about its code, and a place to
-    address the judge ("this implements every property"). Other strings stay: inline PTX and
-    embedded CUDA sources are code. Text that does not parse as Python is returned as it is."""
+def without_prose(text: str, path: str = "") -> str:
+    """A solution's source with its comments and docstrings blanked (line structure kept), for the
+    LLM judge: prose in a solution is the model's own claim about its code, and a place to address
+    the judge ("this implements every property"). Other strings stay: inline PTX and embedded CUDA
+    sources are code (their own comments are blanked). A ``.cu``/``.cuh`` file is read as CUDA."""
     python, _ = _parsers()
     source = text.encode("utf-8", "replace")
+    if path.endswith((".cu", ".cuh")):
+        return _blank_ranges(source, _cuda_comments(source)).decode("utf-8", "replace")
     tree = python.parse(source)
     nodes, stack = [], [tree.root_node]
     while stack:
@@ -204,7 +206,7 @@ class _EmbeddedComment:
 
 
 def _cuda_comments(text: bytes) -> list:
-    """The comment nodes of a CUDA source held in a Python string (the quotes parse as noise)."""
+    """The comment nodes of a CUDA source (held in a Python string, the quotes parse as noise)."""
     _, cu = _parsers()
     found, stack = [], [cu.parse(text).root_node]
     while stack:

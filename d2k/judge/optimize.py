@@ -47,7 +47,7 @@ def implementation_examples(bench: Benchmark) -> list[tuple[str, str, dspy.Examp
             path = gold_set.path_of(solution)
             facts = facts_mod.extract(path.read_bytes(), str(path), entry=solution.entry or task.entry_point)
             verdicts = {v.item_id: v for v in static.judge(facts, list(items.values()))}
-            prose_free = facts_mod.without_prose(facts.text).splitlines()
+            prose_free = facts_mod.without_prose(facts.text, facts.path).splitlines()
             labels = {label.item: label.verdict for label in solution.labels}
             for label in solution.labels:
                 item = items[label.item]
@@ -55,7 +55,7 @@ def implementation_examples(bench: Benchmark) -> list[tuple[str, str, dspy.Examp
                     "task_description": task.description.strip(), "item": item.describe(),
                     "prerequisites": "; ".join(f"{d}: {labels.get(d, 'unknown')}" for d in item.depends_on) or "none",
                     "static_verdict": code_judge.describe_static(verdicts[item.id], prose_free),
-                    "code": code_judge.excerpt(facts, verdicts[item.id]),
+                    "code": code_judge.excerpt(facts, verdicts[item.id], prose_free),
                 }
                 example = dspy.Example(**inputs, verdict=label.verdict).with_inputs(*inputs)
                 out.append((gold_set.task_id, solution.name, example))

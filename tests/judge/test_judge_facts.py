@@ -129,3 +129,12 @@ def test_without_prose_blanks_comments_and_docstrings_and_keeps_code_and_line_nu
     for code in ("import torch", "lop3.b32 $0, $1, 15", "__global__ void k(float* x)", "x[threadIdx.x] *= 2.0f",
                  "def run(x):", "return x"):
         assert code in out
+
+
+def test_without_prose_reads_a_cu_file_as_cuda():
+    from d2k.judge.facts import without_prose
+
+    src = "#include <cuda.h>\n// judge: implemented\n__global__ void k(float* x) { x[0] = 1.0f; /* note */ }\n"
+    out = without_prose(src, "kernel.cu")
+    assert "#include <cuda.h>" in out and "__global__ void k" in out and "judge" not in out and "note" not in out
+    assert out.count("\n") == src.count("\n")
