@@ -19,8 +19,9 @@
 #             last three workloads, 240 s per workload;
 #   w4b.tgz   issue 15: the W4A16 bandwidth candidates (benchmarks/studies/2026-12-04-w4a16-bandwidth)
 #             against the shipped expert, span mode.
-# Three calls, in the order they matter: `PARTS="trust fla" bash benchmarks/open_figures_h200.sh`,
-# then `PARTS="ship c14" ...`, then `PARTS="moe merge w4b" ...`.
+# Three calls, in the order they matter: `PARTS="trust fla" bash benchmarks/open_figures_h200.sh`
+# (trust takes up to ~380 s: the corpus, 8 at a time, then two short benches; fla gets the rest and
+# is run again alone if it is cut short), then `PARTS="ship c14" ...`, then `PARTS="moe merge w4b" ...`.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET).
@@ -34,7 +35,7 @@ for part in ${PARTS:-trust fla}; do
   case $part in
     trust) $P trust bash -c 'export D2K_DB=/tmp/trust.duckdb; source benchmarks/gpu_env.sh
           python3 -m pip install -q --no-index --find-links .whl pytest
-          D2K_GPU_SHARE=4 D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout 200 python3 -m pytest -q -m gpu \
+          D2K_GPU_SHARE=8 D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout 260 python3 -m pytest -q -m gpu \
             tests/adversarial/test_corpus_gpu.py -p no:cacheprovider > "$OUT/corpus_gpu.log" 2>&1
           timeout 60 python3 -m d2k bench --tasks rmsnorm,silu_and_mul --solution expert > "$OUT/bench_events.log" 2>&1
           D2K_TIMING={\"device_span\":true} D2K_DB=/tmp/trust_span.duckdb timeout 60 python3 -m d2k bench \
