@@ -202,6 +202,13 @@ def run_single(job: dict, job_dir: Path, expect: str, timeout_s: float) -> dict:
     return found
 
 
+def span_figure(timing: dict) -> list[float]:
+    """The device span's samples where they are the timing's figure: every timed call's device work
+    was found in the profile. Otherwise empty (the event window is the figure)."""
+    span = [float(x) for x in timing.get("span_samples_ms") or []]
+    return span if span and min(span) > 0 and timing.get("primary") != "events" else []
+
+
 def timing_flags(timing: dict, samples: list[float]) -> list[str]:
     """What the trusted side cannot reconcile in a reported timing (then the status is timing_suspect)."""
     flags = []
@@ -218,15 +225,15 @@ def timing_flags(timing: dict, samples: list[float]) -> list[str]:
     if span and not timing.get("profiler_slowed"):
         # every timed call launches device work (its inputs differ from the last call's): a call the
         # profile holds no work for had its range closed or its kernels moved by the solution
-        empty = sum(1 for x in span if not x or x <= 0)
+        empty = sum(1 for x in span if x <= 0)
         if empty:
             flags.append(f"{empty} of {len(span)} timed calls have no device work in the profile")
     # The profiler's probe ran one call (warm L2) and summed its kernels' times: the cold timed
     # calls are not faster than that (0.98-14.4x on the 37 H200 records that keep both, all in one
     # study, so the margin is in-sample). Under half is an event window the solution moved or
     # shortened. With side streams, whose kernels may overlap, the busiest stream's total is the
-    # bound (records from before it was kept skip the check there).
-    primary = span if span and min(span) > 0 and not timing.get("profiler_slowed") else samples
+    # bound (records from before it was kept skip the check there). The check guards the figure.
+    primary = span_figure(timing) or samples
     probe = timing.get("profile") or {}
     probe_us = None
     if probe.get("available"):
@@ -248,8 +255,7 @@ def finalize(raw: dict, context: dict) -> dict:
     timing = dict(raw.get("timing") or {})
     events = [float(x) for x in timing.pop("samples_ms", []) or []]
     span = [float(x) for x in timing.get("span_samples_ms") or []]
-    # the span is primary only when every timed call's device work was found in the profile
-    primary_span = bool(span) and min(span) > 0 and timing.get("primary") != "events"
+    primary_span = bool(span_figure(timing))
     flags = timing_flags({**timing, "samples_ms": events}, events)
     status = raw["status"]
     reason = raw.get("reason")

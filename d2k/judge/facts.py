@@ -182,40 +182,29 @@ def without_prose(text: str, path: str = "") -> str:
     if path.endswith((".cu", ".cuh")):
         return _blank_ranges(source, _cuda_comments(source)).decode("utf-8", "replace")
     tree = python.parse(source)
-    nodes, stack = [], [tree.root_node]
+    prose, embedded, stack = [], [], [tree.root_node]
     while stack:
         n = stack.pop()
         if n.type == "comment":
-            nodes.append(n)
+            prose.append(n)
         elif n.type == "expression_statement" and len(n.named_children) == 1 and n.named_children[0].type in (
                 "string", "concatenated_string"):
-            nodes.append(n)  # a docstring, or any bare string statement: prose, not code
+            prose.append(n)  # a docstring, or any bare string statement: prose, not code
         elif n.type == "string" and b"__global__" in source[n.start_byte:n.end_byte]:
-            nodes.extend(_EmbeddedComment(n.start_byte + c.start_byte, n.start_byte + c.end_byte)
-                         for c in _cuda_comments(source[n.start_byte:n.end_byte]))
+            embedded.append(n)
         else:
             stack.extend(n.children)
-    return _blank_ranges(source, nodes).decode("utf-8", "replace")
-
-
-@dataclass
-class _EmbeddedComment:
-    """A comment inside an embedded CUDA source, by its bytes in the Python file."""
-    start_byte: int
-    end_byte: int
+    out = bytearray(_blank_ranges(source, prose))
+    for n in embedded:  # a CUDA source in a string: its own comments (same length, lines kept)
+        chunk = source[n.start_byte:n.end_byte]
+        out[n.start_byte:n.end_byte] = _blank_ranges(chunk, _cuda_comments(chunk))
+    return bytes(out).decode("utf-8", "replace")
 
 
 def _cuda_comments(text: bytes) -> list:
     """The comment nodes of a CUDA source (held in a Python string, the quotes parse as noise)."""
     _, cu = _parsers()
-    found, stack = [], [cu.parse(text).root_node]
-    while stack:
-        n = stack.pop()
-        if n.type == "comment":
-            found.append(n)
-        else:
-            stack.extend(n.children)
-    return found
+    return list(_descendants(cu.parse(text).root_node, "comment"))
 
 
 def _same(a, b) -> bool:
