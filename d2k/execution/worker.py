@@ -54,6 +54,7 @@ LIBRARY_KERNEL_MARKERS = ("at::", "at_cuda_detail", "c10::", "cublas", "cutlass"
 # markers a solution's own kernel may carry too (a Triton `_gemm_persistent_kernel`; cuBLAS's
 # `gemv2T_kernel_val` has no other marker): a name with only these is not known to be a library's
 WEAK_KERNEL_MARKERS = ("gemm", "gemv")
+STRONG_KERNEL_MARKERS = tuple(m for m in LIBRARY_KERNEL_MARKERS if m not in WEAK_KERNEL_MARKERS)
 
 
 def sign(key: bytes, payload: bytes) -> str:
@@ -278,6 +279,23 @@ class CandidateProcess:
         if self.arena is not None:
             self.arena.close()
         shutil.rmtree(self.private, ignore_errors=True)
+
+
+def malformed_timing(timing: dict) -> str | None:
+    """What in a timing reply is not the numbers the timing loop makes (the reply comes from the
+    candidate's process: a rewritten one must fail here, not crash the parent's statistics)."""
+    import math
+
+    for key in ("samples_ms", "span_samples_ms", "kernel_sum_ms", "kernels_per_call"):
+        values = timing.get(key)
+        if values is None:
+            continue
+        if not isinstance(values, list) or not all(
+                type(v) in (int, float) and math.isfinite(v) for v in values):
+            return f"the timing reported a malformed {key}: the timing loop was replaced"
+    if type(timing.get("triton_launches", 0)) is not int:
+        return "the timing reported a malformed triton_launches: the timing loop was replaced"
+    return None
 
 
 def discarded_calls(timing: dict, settings: dict) -> int:
@@ -517,8 +535,12 @@ class Checker:
             kind = reply.get("kind")
             status = "failed" if kind in ("tampered", "output") else "error"
             raise CandidateFailed(status, str(reply.get("reason", "timing failed")), reply.get("traceback"))
-        timing = dict(reply.get("timing") or {})
-        self.triton_launches += int(timing.pop("triton_launches", 0) or 0)
+        timing = reply.get("timing") if isinstance(reply.get("timing"), dict) else {}
+        malformed = malformed_timing(timing)
+        if malformed:
+            raise CheckFailed(malformed)
+        timing = dict(timing)
+        self.triton_launches += timing.pop("triton_launches", 0)
         reps = len(timing.get("samples_ms") or [])
         # calls timed under the profiler and then re-timed without it (timing.profiler_slowed) were
         # announced too; their times are not in samples_ms
@@ -581,8 +603,8 @@ class Checker:
         names = list((timing.get("profile") or {}).get("kernel_names") or []) + list(timing.get("span_kernel_names") or [])
         if any(not any(m in name for m in LIBRARY_KERNEL_MARKERS) for name in names):
             return True
-        strong = tuple(m for m in LIBRARY_KERNEL_MARKERS if m not in WEAK_KERNEL_MARKERS)
-        if names and (timing.get("profile") or {}).get("available") and all(any(m in n for m in strong) for n in names):
+        if names and (timing.get("profile") or {}).get("available") and \
+                all(any(m in n for m in STRONG_KERNEL_MARKERS) for n in names):
             # every kernel the profiler saw is a library's beyond doubt: the launch counter, which
             # lives in the candidate's process where one line can raise it, does not overrule that
             return False

@@ -241,3 +241,23 @@ def test_own_kernels_on_a_gpu(names, launches, own):
     checker.job = {"solution": {"kind": "file"}}
     checker.triton_launches = launches
     assert checker.own_kernels({"profile": {"available": True, "kernel_names": names}}) is own
+
+
+# -- the timing reply's numbers, checked on the trusted side ------------------------------------------
+@pytest.mark.parametrize("timing, malformed", [
+    ({"samples_ms": [0.1, 0.2], "span_samples_ms": [0.05, 0.06], "kernels_per_call": [2, 2], "triton_launches": 3},
+     None),
+    ({"samples_ms": ["x"]}, "samples_ms"),
+    ({"samples_ms": [0.1], "span_samples_ms": [float("nan")]}, "span_samples_ms"),
+    ({"samples_ms": [True]}, "samples_ms"),
+    ({"samples_ms": [0.1], "kernel_sum_ms": {"0": 1.0}}, "kernel_sum_ms"),
+    ({"samples_ms": [0.1], "triton_launches": "9"}, "triton_launches"),
+])
+def test_a_timing_reply_whose_numbers_are_not_numbers_fails_on_the_trusted_side(timing, malformed):
+    from d2k.execution.worker import malformed_timing
+
+    reason = malformed_timing(timing)
+    if malformed is None:
+        assert reason is None
+    else:
+        assert reason and malformed in reason and "timing loop was replaced" in reason
