@@ -405,8 +405,11 @@ class Checker:
         else:
             metas, blobs = self.wire.pack(inputs)
             reply, out = self.candidate.request({**command, "inputs": metas}, blobs, limit=limit)
-        facts = reply.get("facts", {})
-        self.triton_launches += int(facts.get("triton_launches", 0) or 0)
+        facts = reply.get("facts") if isinstance(reply.get("facts"), dict) else {}
+        launches = facts.get("triton_launches", 0)
+        if type(launches) is not int:
+            raise CheckFailed(f"{who}: the call reported a malformed triton_launches: the candidate's harness was replaced")
+        self.triton_launches += launches
         modified = facts.get("modified_inputs") or []
         if modified:
             raise CheckFailed(f"{who} modified input {modified[0]}, which the op must not write")

@@ -261,3 +261,20 @@ def test_a_timing_reply_whose_numbers_are_not_numbers_fails_on_the_trusted_side(
         assert reason is None
     else:
         assert reason and malformed in reason and "timing loop was replaced" in reason
+
+
+def test_a_call_reply_with_a_malformed_launch_count_fails_on_the_trusted_side():
+    from d2k.execution.worker import Checker, CheckFailed
+
+    class _Candidate:
+        reply_limit = 1 << 20
+
+        def request(self, header, blobs=None, limit=None):
+            return {"ok": True, "outputs": [], "facts": {"triton_launches": "9"}}, []
+
+    checker = Checker.__new__(Checker)
+    checker.candidate, checker.triton_launches = _Candidate(), 0
+    checker.returned, checker.mutated = [], []
+    checker.reply_bytes = lambda workload, inputs, calls: 1 << 20
+    with pytest.raises(CheckFailed, match="malformed triton_launches"):
+        checker.run_candidate({}, {}, "the solution", reuse=True)
