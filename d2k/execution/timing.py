@@ -18,9 +18,10 @@ not the harness's own launch latency. (Without the hold, a 40 us flush leaves th
 the host issues a call that takes longer to launch, and the idle time lands in the window.) A
 solution that synchronizes inside its call still pays for it.
 
-A profiler (CUPTI) pass over one call records which kernels ran and on which streams; if any ran
-off the current stream, events alone would miss them, so the timed window is closed only after a
-device-wide synchronize (method ``events+device_sync``).
+A profiler (CUPTI) pass over one call (call 0, perturbed and always checked like a timed call)
+records which kernels ran, for how long and on which streams; if any ran off the current stream,
+events alone would miss them, so the timed window is closed only after a device-wide synchronize
+(method ``events+device_sync``).
 
 Under the Triton interpreter, calls are timed by the wall clock and tagged ``interpreter``:
 those numbers are never kernel speed.
@@ -163,19 +164,19 @@ def trace_events(prof) -> list[dict]:
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
-def device_spans(prof, reps: int) -> dict:
-    """Per timed call: the device span (first start to last end of the device work it launched, on
+def device_spans(prof, reps: int, first: int = 0) -> dict:
+    """Per timed call ``first .. first+reps-1``: the device span (first start to last end of the device work it launched, on
     any stream, gaps included), the sum of its kernel times and its kernel count.
 
     Device work is attributed to call ``j`` through the profiler's correlation ids: each kernel,
     memcpy or memset links to the runtime call that launched it, and that launch happened on the
     host inside the ``d2k_call_j`` annotation around call ``j``.
     """
-    return spans_from_events(trace_events(prof), reps)
+    return spans_from_events(trace_events(prof), reps, first)
 
 
-def spans_from_events(events: list[dict], reps: int) -> dict:
-    """``device_spans`` on a profile's trace events. Each of the calls ``0 .. reps-1`` has at most
+def spans_from_events(events: list[dict], reps: int, first: int = 0) -> dict:
+    """``device_spans`` on a profile's trace events. Each of the calls ``first .. first+reps-1`` has at most
     one ``d2k_call_j`` range: the harness opens one around each timed call, so a second range by
     that name, or one for a call that was not timed (opened by the solution inside its call, to move
     its kernels to a call of its choosing or to none), is tampering."""
@@ -193,8 +194,9 @@ def spans_from_events(events: list[dict], reps: int) -> dict:
     ranges.sort()
     seen: set[int] = set()
     for _, _, j in ranges:
-        if j in seen or not 0 <= j < reps:
-            raise TimerTampered(f"the profile holds a second or unknown d2k_call range (call {j} of {reps}): "
+        if j in seen or not first <= j < first + reps:
+            raise TimerTampered(f"the profile holds a second or unknown d2k_call range (call {j}; the timed calls "
+                                f"were {first} to {first + reps - 1}): "
                                 "the solution opened one of the harness's call ranges itself")
         seen.add(j)
     # a missing range leaves its call without device work: the trusted side flags such timings
@@ -215,7 +217,7 @@ def spans_from_events(events: list[dict], reps: int) -> dict:
             continue
         per_call.setdefault(ranges[k][2], []).append(e)
     span, busy, count, names = [], [], [], set()
-    for j in range(reps):
+    for j in range(first, first + reps):
         work = per_call.get(j, [])
         if not work:
             span.append(0.0)
@@ -228,7 +230,7 @@ def spans_from_events(events: list[dict], reps: int) -> dict:
         kernels = [e for e in work if e.get("cat") == "kernel"]
         busy.append(sum(float(e.get("dur", 0)) for e in kernels) / 1e3)
         count.append(len(kernels))
-        if j < 3:
+        if j < first + 3:
             names.update(str(e.get("name", ""))[:120] for e in kernels)
     return {"span_samples_ms": span, "kernel_sum_ms": busy, "kernels_per_call": count,
             "span_kernel_names": sorted(names)[:64],
@@ -293,11 +295,46 @@ class CudaTimer:
         else:
             self.guard.zero_(self.flush)
 
+    def profiled_probe(self, call, before, after) -> dict:
+        """Call 0, once under the profiler: which kernels run, on which streams, for how long.
+
+        The probe is a numbered call like the timed ones: perturbed by its own seed, announced, and
+        always checked by the trusted side, because its kernel time bounds the timed median from
+        below (the probe check). An unchecked probe on the warm-up's inputs could be served from a
+        cache, which made that bound small. Whatever the solution raises here fails the timing; only
+        the profiler's own failure leaves the profile unavailable (the call then runs without it).
+        """
+        g = self.guard
+        before(0, 0)
+        outcome: dict = {}
+
+        def probed():
+            try:
+                outcome["result"] = call(0)
+            except BaseException as exc:
+                outcome["raised"] = exc
+                raise
+
+        try:
+            profile = profile_streams(probed, g)
+        except Exception as exc:  # the profiler is a check, not a requirement; the solution's call is
+            if "raised" in outcome:
+                raise outcome["raised"] from None
+            profile = {"available": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        if "result" not in outcome:
+            outcome["result"] = call(0)  # the profiler failed before the call ran
+            g.synchronize()
+        if after is not None:
+            after(0, 0, outcome["result"])
+        return profile
+
     def measure(self, call, n_sets: int, restore, probe: bool = True, before=None, after=None) -> dict:
         """Time ``call(i)`` where ``i`` picks one of ``n_sets`` input sets; ``restore(i)`` resets it.
 
         ``before(i, j)`` (default: ``restore(i)``) prepares timed call ``j`` on set ``i`` and
         ``after(i, j, result)`` sees its result once it is issued; both run outside the window.
+        With ``probe``, call 0 is the profiled probe (``probe_calls``: 1) and the timed calls are
+        numbered from 1.
         """
         g = self.guard
         device_sync = False
@@ -362,12 +399,10 @@ class CudaTimer:
             hold_cycles = int(hold_us * self.cycles_per_us)
         # after warm-up (compilation and autotuning done): which kernels run, on which streams
         profile = {"available": False}
+        probe_calls = 0
         if probe:
-            try:
-                restore(0)
-                profile = profile_streams(lambda: call(0), g)
-            except Exception as exc:  # the profiler is a check, not a requirement
-                profile = {"available": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+            profile = self.profiled_probe(call, before, after)
+            probe_calls = 1
         device_sync = bool(profile.get("side_streams"))
         # estimate one call, then size the run to the budget
         probe_events = tuple((g.Event(enable_timing=True), g.Event(enable_timing=True)) for _ in range(3))
@@ -417,13 +452,14 @@ class CudaTimer:
             if recorder is None:
                 return windows, {}
             try:
-                return windows, device_spans(recorder, n)
+                return windows, device_spans(recorder, n, first)
             except TimerTampered:
                 raise
             except Exception as exc:  # the span is a second figure; the event window still stands
                 return windows, {"span_error": f"{type(exc).__name__}: {exc}"[:300]}
 
-        samples, recorded = timed_run(min(reps, int(self.span_max_reps)) if profiled else reps, profiled)
+        samples, recorded = timed_run(min(reps, int(self.span_max_reps)) if profiled else reps, profiled,
+                                      first=probe_calls)
         span = span or recorded
         # The hold test can miss a host-bound call (one that synchronises before most of its
         # launches, say: moe_align_block_size's dsv3 reference kept the profiler and ran 2.2x its
@@ -440,7 +476,7 @@ class CudaTimer:
                 # the profiled calls were announced and may be checked: they count, their times do not
                 discarded_calls = len(samples)
                 late.update(calls=0, worst_us=0.0)  # lateness is the kept calls' property
-                samples, _ = timed_run(reps, False, first=discarded_calls)
+                samples, _ = timed_run(reps, False, first=probe_calls + discarded_calls)
                 span = {"span_skipped": f"the profiler slowed the call: profiled window {profiled_ms * 1e3:.1f} us "
                                         f"against {plain_ms * 1e3:.1f} us unprofiled: timed without the profiler"}
         return {
@@ -452,6 +488,7 @@ class CudaTimer:
             "waits_for_device": waits_for_device,
             "profiler_slowed": profiler_slowed,
             "discarded_calls": discarded_calls,
+            "probe_calls": probe_calls,
             # the unprofiled probes' windows and host times, and the longer-hold probes' host times
             "probe_window_us": [round(ms * 1e3, 2) for ms in probe_ms],
             "probe_host_us": [round(h, 1) for h in probe_host_us],

@@ -322,6 +322,35 @@ def discarded_calls(timing: dict, settings: dict) -> int:
     return discarded
 
 
+class CheckedCalls:
+    """Which announced calls the trusted side checks: every call of ``always`` and a uniform sample of
+    ``size`` of the others (a reservoir), each decided as the call is announced, after it was issued,
+    from the trusted side's randomness."""
+
+    def __init__(self, rng, size: int = 3, always=()):
+        self.rng, self.size, self.always = rng, size, set(always)
+        self.sampled: list[int] = []
+        self.offered = 0
+
+    @property
+    def calls(self) -> list[int]:
+        return sorted(self.always) + self.sampled
+
+    def decide(self, call: int) -> tuple[bool, int | None]:
+        """Whether ``call``'s outputs are kept for checking, and the earlier call it replaces (if any)."""
+        if call in self.always:
+            return True, None
+        self.offered += 1
+        if len(self.sampled) < self.size:
+            self.sampled.append(call)
+            return True, None
+        if self.rng.random() >= self.size / self.offered:
+            return False, None
+        dropped = self.sampled.pop(self.rng.randrange(len(self.sampled)))
+        self.sampled.append(call)
+        return True, dropped
+
+
 class Checker:
     """Correctness and timing of the candidate against the task's reference, on the trusted side."""
 
@@ -492,9 +521,9 @@ class Checker:
         started = time.perf_counter()
         self.candidate.send({"op": "time", "inputs": metas, "returned": self.returned, "mutated": self.mutated,
                              "n_sets": n_sets, "perturb": names, "settings": settings}, blobs)
-        # Which timed calls are checked: a uniform sample of 3 (reservoir), decided after each call
-        # was issued, from this process's randomness.
-        sample: list[int] = []
+        # On a GPU call 0 is the profiled probe, whose kernel time bounds the timed median: always checked
+        probe_calls = 0 if self.interpreter else 1
+        sample = CheckedCalls(self.rng, always=range(probe_calls) if not self.is_reference else ())
         seen = 0
         # each kept call's outputs arrive right after the decision to keep them (see candidate.time)
         kept: dict[int, tuple[dict, list]] = {}
@@ -517,11 +546,8 @@ class Checker:
                 seen += 1
                 seeds.append(self.rng.getrandbits(62))
                 # (a reference's outputs are not compared: nothing of its is kept)
-                keep = not self.is_reference and (len(sample) < 3 or self.rng.random() < 3 / seen)
-                if keep and len(sample) >= 3:
-                    kept.pop(sample.pop(self.rng.randrange(len(sample))), None)
-                if keep:
-                    sample.append(j)
+                keep, dropped = sample.decide(j) if not self.is_reference else (False, None)
+                kept.pop(dropped, None)
                 self.candidate.send({"keep": keep, "next_seed": seeds[seen]})
                 if keep:
                     reply, out = self.candidate.receive(limit=limit, spin_s=self.wire.spin_s(self.interpreter))
@@ -548,23 +574,24 @@ class Checker:
         # calls timed under the profiler and then re-timed without it (timing.profiler_slowed) were
         # announced too; their times are not in samples_ms
         discarded = discarded_calls(timing, settings)
-        if reps == 0 or seen != reps + discarded:
+        if reps == 0 or seen != probe_calls + reps + discarded or timing.get("probe_calls", 0) != probe_calls:
             # every timed call must be announced as it is issued (that is when the checked ones are chosen)
-            raise CheckFailed(f"the timing reported {reps + discarded} calls but announced {seen}: the timing loop was "
-                              "replaced or bypassed")
+            raise CheckFailed(f"the timing reported {timing.get('probe_calls', 0)} probe and {reps + discarded} timed "
+                              f"calls but announced {seen}: the timing loop was replaced or bypassed")
         checked = []
         if not self.is_reference:
-            missing = sorted(set(sample) - set(kept))
+            missing = sorted(set(sample.calls) - set(kept))
             if missing:
                 raise CheckFailed(f"timed call {missing[0]}: its outputs were asked for and not returned")
-            for j, inputs in self.replay(base, names, seeds, sorted(set(sample)), n_sets):
+            for j, inputs in self.replay(base, names, seeds, sorted(sample.calls), n_sets):
                 entry, blobs_j = kept.pop(j)
+                label = "the profiled probe call (call 0)" if j < probe_calls else f"timed call {j}"
                 if entry.get("facts", {}).get("error"):
-                    raise CheckFailed(f"timed call {j}: {entry['facts']['error']}")
-                got = self.received(entry.get("outputs", []), blobs_j, entry.get("facts", {}), f"timed call {j}")
+                    raise CheckFailed(f"{label}: {entry['facts']['error']}")
+                got = self.received(entry.get("outputs", []), blobs_j, entry.get("facts", {}), label)
                 expected = self.run_reference(self.fresh(inputs))
                 got, expected = self.canonical(got, inputs), self.canonical(expected, inputs)
-                self.compare(got, expected, f"timed call {j} of {len(timing.get('samples_ms', []))} "
+                self.compare(got, expected, f"{label} of {probe_calls + reps + discarded} "
                                             "(results must be right on every call, not only when checked)")
                 checked.append(j)
                 del expected, got

@@ -31,3 +31,24 @@ def test_the_profiler_checks_discard_is_accepted():
 def test_any_other_discard_fails_the_check(timing, settings):
     with pytest.raises(CheckFailed, match="timing loop was replaced"):
         discarded_calls(timing, settings)
+
+
+def test_the_probe_is_always_checked_and_the_timed_calls_are_a_uniform_sample_of_three():
+    import random
+    from collections import Counter
+
+    from d2k.execution.worker import CheckedCalls
+
+    picked = Counter()
+    for seed in range(3000):
+        sample = CheckedCalls(random.Random(seed), always=[0])
+        kept: set[int] = set()
+        for call in range(13):
+            keep, dropped = sample.decide(call)
+            kept.discard(dropped)
+            if keep:
+                kept.add(call)
+        assert 0 in kept and sorted(kept) == sample.calls and len(kept) == 4
+        picked.update(kept - {0})
+    # each of the 12 timed calls is checked with probability 3/12 (750 of 3000 runs; 4 sigma = 95)
+    assert all(abs(picked[call] - 750) < 95 for call in range(1, 13)), picked

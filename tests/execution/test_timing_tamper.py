@@ -278,3 +278,12 @@ def test_a_call_reply_with_a_malformed_launch_count_fails_on_the_trusted_side():
     checker.reply_bytes = lambda workload, inputs, calls: 1 << 20
     with pytest.raises(CheckFailed, match="malformed triton_launches"):
         checker.run_candidate({}, {}, "the solution", reuse=True)
+
+
+def test_the_span_parser_numbers_the_timed_calls_after_the_probe():
+    # on a GPU call 0 is the profiled probe: the timed calls are 1 .. reps, and a range for call 0
+    # inside the timed run was opened by the solution
+    events = _trace([("d2k_call_1", 0, 10), ("d2k_call_2", 100, 10)], [(2, 20, 5), (102, 120, 7)])
+    assert spans_from_events(events, 2, first=1)["span_samples_ms"] == [0.005, 0.007]
+    with pytest.raises(TimerTampered, match="d2k_call range"):
+        spans_from_events(_trace([("d2k_call_0", 0, 10), ("d2k_call_1", 100, 10)], [(2, 20, 5)]), 2, first=1)

@@ -125,7 +125,7 @@ def _fake_profiler(timer, monkeypatch):
             timer._recording = False
 
     timer.recording = recording
-    monkeypatch.setattr(timing, "device_spans", lambda recorder, reps: {"span_samples_ms": [0.001] * reps})
+    monkeypatch.setattr(timing, "device_spans", lambda recorder, reps, first=0: {"span_samples_ms": [0.001] * reps})
 
 
 def test_a_call_that_waits_for_the_device_is_timed_without_the_profiler():
@@ -230,3 +230,59 @@ def test_a_call_cannot_rewrite_the_interpreter_timers_earlier_samples():
     timing = WallTimer(_HostClockGuard(), {"interpreter_reps": 4}).measure(call, 2, lambda i: None)
     assert state.get("refused") and not state.get("rewrote")
     assert len(timing["samples_ms"]) == 4 and min(timing["samples_ms"]) >= 2.0
+
+
+def _probing_timer(monkeypatch, profiler):
+    """A host-clock timer whose profiler pass is ``profiler(call)`` (no GPU needed)."""
+    from d2k.execution import timing
+
+    monkeypatch.setattr(timing, "profile_streams", lambda call, guard: profiler(call))
+    return _timer(False, _FakeDevice())
+
+
+def _working_profiler(call):
+    call()
+    return {"available": True, "kernels": 1, "busiest_stream_us": 500.0, "side_streams": False}
+
+
+def test_the_profiled_probe_is_call_zero_perturbed_and_announced_like_a_timed_call(monkeypatch):
+    timer = _probing_timer(monkeypatch, _working_profiler)
+    prepared, announced = [], []
+    timing = timer.measure(lambda i: time.sleep(0.0005), 2, lambda i: None, probe=True,
+                           before=lambda i, j: prepared.append((i, j)),
+                           after=lambda i, j, result: announced.append(j))
+    # the probe takes call 0's perturbation and is announced first; the timed calls follow from 1
+    assert prepared[0] == (0, 0) and announced[0] == 0
+    assert announced == list(range(1 + len(timing["samples_ms"])))
+    assert timing["probe_calls"] == 1 and timing["profile"]["busiest_stream_us"] == 500.0
+
+
+def test_a_solution_that_raises_inside_the_probe_fails_instead_of_hiding_the_profile(monkeypatch):
+    # before: the exception was taken for the profiler's and left profile.available false, which
+    # emptied the probe check's bound
+    import pytest
+
+    calls = {"n": 0}
+
+    def call(i):
+        calls["n"] += 1
+        if calls["n"] == 3:  # warm-up is calls 1 and 2; the probe is the third
+            raise RuntimeError("only inside the probe")
+
+    timer = _probing_timer(monkeypatch, _working_profiler)
+    timer.warmup_ms = 0.0
+    with pytest.raises(RuntimeError, match="only inside the probe"):
+        timer.measure(call, 2, lambda i: None, probe=True)
+
+
+def test_a_profiler_that_fails_leaves_the_probe_call_made_and_announced(monkeypatch):
+    def broken_profiler(call):
+        raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
+
+    timer = _probing_timer(monkeypatch, broken_profiler)
+    announced = []
+    timing = timer.measure(lambda i: None, 2, lambda i: None, probe=True,
+                           after=lambda i, j, result: announced.append(j))
+    assert timing["profile"]["available"] is False and "CUPTI" in timing["profile"]["error"]
+    assert announced[0] == 0 and timing["probe_calls"] == 1
+    assert len(announced) == 1 + len(timing["samples_ms"])

@@ -1,5 +1,5 @@
 """Opens a profiler range named like the harness's own around its kernels, so that in span mode
-they are credited to call 0 (or, on call 0, counted twice) and the other calls' spans hold
+they are credited to call 0 (on a GPU the profiled probe, no timed call) and the timed calls' spans hold
 nothing. The device-span parser refuses a second or unknown d2k_call range. With the event window
 (the default) the range changes nothing, and the file passes.
 expect: passed

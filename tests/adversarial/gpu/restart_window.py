@@ -1,7 +1,7 @@
 """Does slow work (forty passes where one would do), then finds the timing loop's start event in
 the caller's frames and records it again, after its kernels: the event window then holds almost
 nothing. No function is replaced. The trusted side compares the timed median with the kernel time
-the profiler's probe measured for one call (the probe's call runs in no window, so the file cannot
+the profiler's probe measured for one call (call 0, perturbed and checked; it runs in no window, so the file cannot
 find an event to move there) and, in span mode, the event window with the device span, which the
 event does not move (the span stays the honest figure).
 expect: timing_suspect
