@@ -282,15 +282,22 @@ def perturbable(inputs: dict, fixed: set) -> list[str]:
 
 
 def perturb(tensors: dict, names: list[str], seed: int, call: int) -> None:
-    """Swap pairs of elements within rows (last dimension) of each named tensor, in place.
+    """Rotate each named tensor's rows (last dimension) and swap pairs of elements within some of
+    them, in place.
 
     Timed call ``call`` of a workload applies this to its input set before running, so no two
-    timed calls see the same values and a result cached from an earlier call is wrong. Swapping
-    within a row keeps every value the task's input builder made (ranges, signs, row sums), and the
-    bytes are moved as integers, so the trusted side replays it exactly. The rows are evenly spaced
-    from a random start (distinct, and drawn in O(k): a random subset of millions of rows cost
-    milliseconds per call on both sides); the pairs come from ``numpy``'s generator seeded with
-    (seed, call, tensor index): the same on both sides.
+    timed calls see the same values and a result cached from an earlier call is wrong. Both moves
+    stay within a row, so every value the task's input builder made stays (ranges, signs, row
+    sums, ids distinct within a row), and the bytes are moved as integers, so the trusted side
+    replays it exactly.
+
+    The rotation (by one random amount per tensor) changes nearly every element. With swaps alone
+    (a few elements per row) a solution could diff its inputs against the previous call's and
+    patch its cached output: for a GEMM each swapped pair is a rank-1 update, about K/2 times
+    cheaper than the product (``test_perturb.py`` prices that attack). The swaps keep the values
+    from ever repeating: a rotation alone can come back to one seen before. Their rows are evenly
+    spaced from a random start (distinct, drawn in O(k)); the amounts and pairs come from
+    ``numpy``'s generator seeded with (seed, call, tensor index): the same on both sides.
     """
     for index, name in enumerate(names):
         t = tensors[name]
@@ -305,9 +312,12 @@ def perturb(tensors: dict, names: list[str], seed: int, call: int) -> None:
         row = np.arange(rows) if k == rows else (rng.integers(0, rows) + (rows // k) * np.arange(k)) % rows
         a = rng.integers(0, cols, size=k)
         b = (a + rng.integers(1, cols, size=k)) % cols
-        flat = t.view(-1).view(_BYTE_VIEW[t.element_size()]) if t.element_size() in _BYTE_VIEW else None
-        if flat is None or not t.is_contiguous():
+        shift = int(rng.integers(1, cols))
+        if t.element_size() not in _BYTE_VIEW or not t.is_contiguous():
             continue
+        ints = t.view(_BYTE_VIEW[t.element_size()])
+        ints.copy_(torch.roll(ints, shift, dims=-1))
+        flat = ints.view(-1)
         ia = torch.as_tensor(row * cols + a, device=t.device)
         ib = torch.as_tensor(row * cols + b, device=t.device)
         va, vb = flat[ia].clone(), flat[ib]
