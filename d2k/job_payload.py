@@ -104,7 +104,9 @@ def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> d
     hide += [workdir, store, store.with_name(store.name + ".wal")]
     home = Path.home().resolve()
     python_homes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(__file__).resolve().parent}
-    if not any(home == p or home in p.parents for p in python_homes):
+    if home not in python_homes:
+        # a Python installed under the home folder (pyenv in /root) is bound back into the empty
+        # folder that hides the rest of it (the sandbox keeps every read-only path under a hidden one)
         hide.append(home)
     hide += [Path(p) for p in (extra_hide or []) + os.environ.get("D2K_SANDBOX_HIDE", "").split(os.pathsep) if p]
     read_only = roots   # the sandbox's plan adds the running Python itself

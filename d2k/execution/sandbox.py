@@ -10,14 +10,19 @@ Layers, each applied where the machine allows it and recorded in the run's metad
   except a private ``/tmp`` tmpfs holding the candidate's own copy of its solution file, its cache
   directories and its working directory (a checkout or Python that lies under ``/tmp`` is carried
   into it, read-only), a private ``/dev/shm`` and ``/proc`` (device nodes stay
-  usable: a read-only mount does not apply to special files). On top of that the content tree
-  (tasks, rubrics, gold labels, workloads, analysis), the store, the run folder and the home
-  directory are covered by empty read-only tmpfs mounts; the Python installation and d2k stay
+  usable: a read-only mount does not apply to special files), whose kernel settings
+  (``/proc/sys``, sysrq) are bound read-only again and whose kernel views (kcore, keys, timers)
+  are masked: a capless uid 0 could otherwise set the host's ``core_pattern``. On top of that the
+  content tree (tasks, rubrics, gold labels, workloads, analysis), the store, the run folder and
+  the home directory are covered by empty read-only tmpfs mounts (a Python installed in the home
+  folder is bound back at its own path); the Python installation and d2k stay
   visible, read-only like everything else (with the mounts under them: the driver's libraries may
   be a mount inside ``/usr``). A candidate that keeps uid 0 (its capabilities dropped) still owns
   every root-owned file, so only this stops it writing them; where it cannot be applied the init
   step fails (a ``d2k sandbox:`` line, exit status 125) instead of starting the candidate.
 - **network namespace** (``--net``): no interface but a loopback that is down.
+- **UTS and IPC namespaces** (``--uts --ipc``): the host name and System V shared memory, queues
+  and semaphores are the candidate's own (a segment it leaves cannot reach a later run).
 - **unprivileged user** (when started as root): uid/gid 65534, no supplementary groups,
   ``no_new_privs``.
 - **resource limits**: open files, file size, core dumps, CPU seconds, processes (when the user is
@@ -54,7 +59,8 @@ WRITABLE = ("/tmp", "/dev/shm", "/proc")
 
 # the namespaces every candidate gets (a private /proc too: CUDA does not initialise in a pid
 # namespace that still sees the parent's /proc)
-UNSHARE_FLAGS = ("--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--propagation", "private")
+UNSHARE_FLAGS = ("--mount", "--net", "--pid", "--uts", "--ipc", "--fork", "--kill-child", "--mount-proc",
+                 "--propagation", "private")
 
 _namespaces_ok: bool | None = None
 
@@ -360,12 +366,51 @@ def _inside_mounts(config: dict) -> None:
         if not os.path.exists(path):
             continue  # under /tmp, already replaced
         if os.path.isdir(path):
-            _mount("-t", "tmpfs", "-o", "ro,size=4k,mode=000", "tmpfs", path)
+            _hide_folder(path, [p for p in config["read_only"] if p != path and _under(p, (path,))])
         else:
             _mount("--bind", "/dev/null", path)
     for shm in ("/dev/shm",):
         if os.path.isdir(shm):
             _mount("-t", "tmpfs", "-o", "size=1g", "tmpfs", shm)
+    _protect_proc()
+
+
+# what a process without capabilities may still write in a /proc it owns as uid 0, and must not:
+# the kernel's settings (/proc/sys: core_pattern runs a program as the host's root), sysrq (a
+# reboot), and the views of the kernel's memory and timers (the same list container runtimes use)
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+PROC_MASKED = ("/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms")
+
+
+def _protect_proc() -> None:
+    for path in PROC_READ_ONLY:
+        if os.path.exists(path):
+            _mount("--bind", path, path)
+            _bind_read_only(path, read_only=True)
+    for path in PROC_MASKED:
+        if os.path.isfile(path):
+            _mount("--bind", "/dev/null", path)
+
+
+def _hide_folder(path: str, keep: list[str]) -> None:
+    """An empty folder over ``path``; the folders of ``keep`` under it (the running Python, when it
+    is installed in the home folder) are bound back read-only at their own paths."""
+    if not keep:
+        _mount("-t", "tmpfs", "-o", "ro,size=4k,mode=000", "tmpfs", path)
+        return
+    fds = []
+    for source in keep:
+        fd = os.open(source, os.O_RDONLY | os.O_DIRECTORY)
+        os.set_inheritable(fd, True)
+        fds.append(fd)
+    _mount("-t", "tmpfs", "-o", "size=64k,mode=755", "tmpfs", path)
+    for fd, target in zip(fds, keep):
+        os.makedirs(target, exist_ok=True)
+        subprocess.run(["mount", "--no-canonicalize", "--rbind", f"/proc/self/fd/{fd}", target],
+                       check=True, capture_output=True, pass_fds=(fd,))
+        os.close(fd)
+        _bind_read_only(target, read_only=True)
+    _mount("-o", "remount,ro", path)
 
 
 def _limits(config: dict) -> None:

@@ -223,3 +223,79 @@ def test_a_gpu_hidden_by_the_sandbox_is_blamed_on_the_sandbox():
     assert "unprivileged_user" not in hidden.reason and "solution failed" not in hidden.reason
     own = load_failure(CandidateFailed("crashed", "SyntaxError: invalid syntax"), meta)
     assert (own.status, own.reason) == ("crashed", "solution failed to import: SyntaxError: invalid syntax")
+
+
+KERNEL_PROBE = r"""
+import ctypes, json, os
+result = {}
+def write_back(name, path):
+    # writes what is already there: harmless if the sandbox lets it through
+    try:
+        with open(path) as fh:
+            value = fh.read()
+        with open(path, "w") as fh:
+            fh.write(value)
+        result[name] = "ok"
+    except OSError as exc:
+        result[name] = exc.errno
+write_back("domainname", "/proc/sys/kernel/domainname")
+write_back("core_pattern", "/proc/sys/kernel/core_pattern")
+try:
+    with open("/proc/sysrq-trigger", "w") as fh:
+        pass  # opening for writing is enough to know; nothing is written
+    result["sysrq"] = "ok"
+except OSError as exc:
+    result["sysrq"] = exc.errno
+libc = ctypes.CDLL(None, use_errno=True)
+result["shm_id"] = libc.shmget(int(os.environ.get("D2K_TEST_SHM_KEY", "0")), 4096, 0o1000 | 0o600)
+print(json.dumps(result))
+"""
+
+
+@needs_namespaces
+def test_the_kernels_settings_and_the_hosts_ipc_are_out_of_reach(tmp_path):
+    # before: a capless uid 0 wrote the host's /proc/sys (domainname, core_pattern: a pipe there runs
+    # a program as the host's root) and left a System V segment that a later evaluation found
+    import ctypes
+    import errno
+
+    private = tmp_path / "private"
+    private.mkdir()
+    key = 0x0D2C0000 + (uuid.uuid4().int & 0xFFFF)
+    prefix, env, _ = sandbox.plan(private, [], [], "interpreter", {})
+    proc = subprocess.run([*prefix, sys.executable, "-c", KERNEL_PROBE], env={**env, "D2K_TEST_SHM_KEY": str(key)},
+                          capture_output=True, text=True, timeout=60)
+    libc = ctypes.CDLL(None, use_errno=True)
+    outside = libc.shmget(key, 0, 0)
+    if outside >= 0:
+        libc.shmctl(outside, 0, None)  # IPC_RMID: leave nothing behind
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    refused = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOENT)
+    assert result["domainname"] in refused and result["core_pattern"] in refused and result["sysrq"] in refused, result
+    assert result["shm_id"] >= 0 and outside < 0  # made inside, gone with the namespace
+
+
+HOME_PROBE = r"""
+import json, os, sys
+home = sys.argv[1]
+print(json.dumps({"listing": sorted(os.listdir(home)),
+                  "kept": open(os.path.join(home, "python", "lib.py")).read(),
+                  "secret": os.path.exists(os.path.join(home, ".npmrc"))}))
+"""
+
+
+@needs_namespaces
+def test_a_home_folder_holding_the_python_is_hidden_all_but_the_python(tmp_path, outside):
+    # before: a Python installed under the home folder (pyenv in /root) left the whole home visible
+    home = outside / "home"
+    (home / "python").mkdir(parents=True)
+    (home / "python" / "lib.py").write_text("kept\n")
+    (home / ".npmrc").write_text("//registry:_authToken=secret\n")
+    private = tmp_path / "private"
+    private.mkdir()
+    prefix, env, _ = sandbox.plan(private, [home], [home / "python"], "interpreter", {})
+    proc = subprocess.run([*prefix, sys.executable, "-c", HOME_PROBE, str(home)], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"listing": ["python"], "kept": "kept\n", "secret": False}

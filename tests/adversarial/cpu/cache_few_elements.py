@@ -1,4 +1,7 @@
-"""Caches results keyed by a few elements of each input: stale whenever other elements changed.
+"""Caches results keyed by a summary of each input that the perturbation keeps: its sum (a row's
+values are only moved within the row). The cached result is stale on every timed call. (Its first
+version keyed on the first and last four elements; since the rotation moves those on every call,
+that version recomputed each time and passed honestly.)
 expect: failed
 reason: outside tolerance
 """
@@ -14,7 +17,7 @@ _cache = {}
 
 
 def run(x, w, eps):
-    key = (tuple(x.reshape(-1)[:4].tolist()), tuple(x.reshape(-1)[-4:].tolist()), tuple(w[:4].tolist()), x.shape)
+    key = (float(x.double().sum()), float(w.double().sum()), x.shape)
     if key not in _cache:
         _cache[key] = _rms(x, w, eps)
     return _cache[key].clone()
