@@ -17,6 +17,7 @@ call's outputs for checking, so which calls are checked is not known when they r
 
 from __future__ import annotations
 
+import builtins
 import gc
 import importlib.util
 import json
@@ -31,6 +32,11 @@ import time
 import traceback
 
 LAUNCHES = {"triton": 0}
+# the builtins the harness's code between calls looks up by name (a replaced len or int would run
+# the solution's code there, outside the timed window)
+BUILTINS = ("len", "int", "float", "bool", "str", "min", "max", "sum", "abs", "round", "range", "enumerate", "zip",
+            "sorted", "tuple", "list", "dict", "set", "isinstance", "type", "getattr", "hasattr", "callable",
+            "iter", "next", "any", "all", "vars", "id", "repr", "print", "super", "object")
 
 
 def _count_triton_launches() -> None:
@@ -95,6 +101,11 @@ class Candidate:
         self.last_inputs = None  # (descriptions, bytes) of the last call's inputs
 
     def reply(self, header: dict, blobs=None) -> None:
+        if self.threads is not None:
+            # only the harness speaks for the candidate: a solution that never returned from a call
+            # and sent the timing protocol's messages itself (announcing calls it never ran, with
+            # times of its choosing) passed before this check (takeover_protocol.py)
+            self.threads.refuse_solution_caller(sys._getframe(1))
         self.wire.send(self.reply_fd, header, blobs, arena=self.arena)
 
     def sync(self) -> None:
@@ -106,6 +117,7 @@ class Candidate:
         import torch
 
         from d2k.execution import threads
+        from d2k.execution.hooks import HookWatch
         from d2k.execution.threads import ThreadWatch
         from d2k.execution.timing import TimerGuard
 
@@ -121,13 +133,21 @@ class Candidate:
 
         self.guard = TimerGuard()  # the timing primitives, captured before any candidate code runs
         self.equal = torch.equal  # for the unchanged-inputs fact, captured before the solution can patch it
+        # no profile, trace, audit or monitoring hook and no Python signal handler may run the
+        # solution's code inside the harness's (hooks.py); the guard keeps the refusals in place
+        hook_watch = HookWatch()
+        for owner, attr in hook_watch.lock():
+            self.guard.protect(f"{getattr(owner, '__name__', owner)}.{attr}", owner, attr)
+        self.guard.hooks = hook_watch
         for owner, attrs in ((timing.CudaTimer, ("measure", "flush_l2", "recording", "annotate")),
                              (timing.WallTimer, ("measure",)),
                              (timing, ("device_spans", "spans_from_events", "trace_events", "profile_streams", "l2_bytes")),
                              (wire, ("perturb", "pack", "unpack", "send", "recv", "byte_view", "spin_s",
-                                     "_write_all", "_read_exact", "wait_readable")),
+                                     "_write_all", "_read_exact", "wait_readable",
+                                     "_TENSOR", "_TORCH", "_DEFAULT_RNG", "_ARANGE", "_BYTE_VIEW")),
+                             (builtins, BUILTINS), (gc, ("enable", "disable", "collect")),
                              (Candidate, ("outputs", "time", "call", "reply", "serve")),
-                             (ThreadWatch, ("check",)), (threads, ("_is_solution_frame",)),
+                             (ThreadWatch, ("check", "refuse_solution_caller")), (threads, ("_is_solution_frame",)),
                              (sys, ("_current_frames",)),
                              # what the replies and commands are encoded, decoded and written with: a
                              # patched json.dumps could rewrite the timing on its way out, a patched
@@ -156,6 +176,10 @@ class Candidate:
         self.fn = _load(cmd["path"], cmd.get("entry_point", "run"), cmd.get("kind", "file"))
         module = sys.modules.get("d2k_solution")
         self.threads.arm(getattr(module, "__dict__", None), cmd["path"])
+        # no automatic collection from here on: a __del__ of the solution's garbage (or a gc
+        # callback) would run inside the harness's code, outside the timed window; the harness
+        # collects after each reply (gc.enable does nothing for the solution: hooks.py)
+        gc.disable()
         self.guard.check()
         self.threads.check()
         return {"ok": True}
@@ -168,12 +192,14 @@ class Candidate:
         values = {}
         if returned:
             items = result
+            # exact types only: a tuple or list subclass would run its own code when read here
+            sequence = type(result) in (tuple, list)
             if len(returned) == 1:
-                if isinstance(result, (tuple, list)) and len(result) == 1:
+                if sequence and len(result) == 1:
                     items = result[0]
                 items = [items]
-            elif not isinstance(result, (tuple, list)) or len(result) != len(returned):
-                got = type(result).__name__ if not isinstance(result, (tuple, list)) else f"{len(result)} values"
+            elif not sequence or len(result) != len(returned):
+                got = f"{type(result).__module__}.{type(result).__qualname__}" if not sequence else f"{len(result)} values"
                 return [], [], {"error": f"must return {len(returned)} outputs ({', '.join(returned)}), got {got}"}
             for name, value in zip(returned, items):
                 if type(value) is not torch.Tensor:
@@ -251,7 +277,7 @@ class Candidate:
 
         c_clone = torch._C.TensorBase.clone  # an immutable type's method: no solution can replace it
 
-        from d2k.execution.timing import CudaTimer, WallTimer
+        from d2k.execution.timing import CudaTimer, TimerTampered, WallTimer
 
         wire = self.wire
         self.last_inputs = None
@@ -276,6 +302,9 @@ class Candidate:
                 sets[i][name].copy_(pristine[i][name])
 
         def before(i, j):
+            # nothing the solution left may run while its inputs are made final: no replaced name,
+            # no hook, no thread running its code (they would compute the output here, unclocked)
+            self.guard.check()
             if j not in seeds:
                 self.reply({"op": "seed", "call": j})
                 answer, _ = wire.recv(self.cmd_fd, 0, spin_s=wire.spin_s(self.interpreter))
@@ -291,12 +320,19 @@ class Candidate:
             # side says whether it keeps them, so what is checked cannot depend on that decision.
             # The copies use the C method (TensorBase is immutable) with torch functions disabled:
             # nothing the solution patched or pushed can compute them.
+            # Only exact types are read: the copy of a list subclass ran the solution's __iter__ after
+            # the window closed, and its __getitem__ again after the keep decision (a lazy list
+            # computed only the calls that were checked and returned zeros from the others).
+            if not (result is None or type(result) in (torch.Tensor, tuple, list)):
+                raise TimerTampered(f"timed call {j} returned a {type(result).__module__}.{type(result).__qualname__}: "
+                                    "a result must be exactly a torch.Tensor, a tuple or a list (a subclass runs its "
+                                    "own code when the harness reads it)")
             with torch._C.DisableTorchFunction():
                 copies = result
                 if type(result) is torch.Tensor:
                     copies = c_clone(result)
-                elif isinstance(result, (tuple, list)):
-                    copies = type(result)(c_clone(r) if type(r) is torch.Tensor else r for r in result)
+                elif result is not None:
+                    copies = tuple(c_clone(r) if type(r) is torch.Tensor else r for r in result)
                 written = {name: c_clone(sets[i][name]) for name in mutated}
             threads_alive.update(self.threads.check())  # between calls: no solution code may be running
             self.reply({"op": "issued", "call": j})
@@ -324,7 +360,6 @@ class Candidate:
             timing["threads_alive"] = sorted(threads_alive)[:5]  # started since the import, running no solution code
         sets.clear()
         pristine.clear()
-        gc.collect()
         if not self.interpreter:
             torch.cuda.empty_cache()
         return {"ok": True, "timing": timing}, []
@@ -369,6 +404,11 @@ class Candidate:
                     header, out = {"ok": False, "kind": "tampered", "reason": f"TimerTampered: {exc}"[:500],
                                    "seconds": header["seconds"]}, []
             self.reply(header, out)
+            del header, out
+            # the collection the harness turned off runs here, once the reply is out (a __del__ it
+            # runs cannot change what was sent; what it leaves behind meets the next op's checks):
+            # the young generation after a call (cheap), everything after a timing or a load
+            gc.collect(0 if op == "call" else 2)
 
 
 def main(argv: list[str]) -> int:

@@ -10,7 +10,8 @@ Layers, each applied where the machine allows it and recorded in the run's metad
   except a private ``/tmp`` tmpfs holding the candidate's own copy of its solution file, its cache
   directories and its working directory (a checkout or Python that lies under ``/tmp`` is carried
   into it, read-only), a private ``/dev/shm`` and ``/proc`` (device nodes stay
-  usable: a read-only mount does not apply to special files), whose kernel settings
+  usable: a read-only mount does not apply to special files; ``/dev`` itself is a fresh one with
+  only null, zero, random, urandom and the GPU's nodes: no disk to read raw), whose kernel settings
   (``/proc/sys``, sysrq) are bound read-only again and whose kernel views (kcore, keys, timers)
   are masked: a capless uid 0 could otherwise set the host's ``core_pattern``. On top of that the
   content tree (tasks, rubrics, gold labels, workloads, analysis), the store, the run folder and
@@ -369,10 +370,43 @@ def _inside_mounts(config: dict) -> None:
             _hide_folder(path, [p for p in config["read_only"] if p != path and _under(p, (path,))])
         else:
             _mount("--bind", "/dev/null", path)
-    for shm in ("/dev/shm",):
-        if os.path.isdir(shm):
-            _mount("-t", "tmpfs", "-o", "size=1g", "tmpfs", shm)
+    _minimal_dev()
+    _mount("-t", "tmpfs", "-o", "size=1g", "tmpfs", "/dev/shm")
     _protect_proc()
+
+
+# the device nodes a candidate gets (the GPU's, by pattern, as container runtimes pass them): not
+# the disks (a capless uid 0 owns root-owned nodes, and a raw read of the disk would show the
+# content the mounts hide), the consoles, kvm, fuse or the kernel's log
+DEV_ALLOWED = ("null", "zero", "full", "random", "urandom", "nvidia*", "dri")
+DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+             "stderr": "/proc/self/fd/2"}
+
+
+def _minimal_dev() -> None:
+    """A fresh /dev holding only ``DEV_ALLOWED`` (bound from the host's), its links and an empty
+    ``shm`` for the private tmpfs."""
+    import fnmatch
+
+    stage = "/tmp/.d2k-host-dev"  # the new /tmp: the candidate's own, and this is undone below
+    os.makedirs(stage)
+    _mount("--rbind", "/dev", stage)
+    names = sorted(n for n in os.listdir(stage) if any(fnmatch.fnmatch(n, pattern) for pattern in DEV_ALLOWED))
+    _mount("-t", "tmpfs", "-o", "mode=755,size=64k,nosuid", "tmpfs", "/dev")
+    for name in names:
+        source, target = f"{stage}/{name}", f"/dev/{name}"
+        if os.path.isdir(source):
+            os.makedirs(target)
+            _mount("--rbind", source, target)
+        else:
+            open(target, "w").close()
+            _mount("--bind", source, target)
+    for name, to in DEV_LINKS.items():
+        os.symlink(to, f"/dev/{name}")
+    os.makedirs("/dev/shm")
+    _mount("-o", "remount,ro", "/dev")
+    subprocess.run(["umount", "--lazy", "--recursive", stage], check=True, capture_output=True)
+    os.rmdir(stage)
 
 
 # what a process without capabilities may still write in a /proc it owns as uid 0, and must not:

@@ -48,6 +48,16 @@ class ThreadWatch:
         self.solution_globals = solution_globals
         self.solution_file = os.path.realpath(solution_file)
 
+    def refuse_solution_caller(self, frame) -> None:
+        """Raise ``TimerTampered`` if the solution's code is on this thread's stack from ``frame`` up."""
+        from d2k.execution.timing import TimerTampered
+
+        while frame is not None:
+            if _is_solution_frame(frame, self.solution_globals, self.solution_file):
+                raise TimerTampered(f"the solution's code ({frame.f_code.co_name}, line {frame.f_lineno}) sent one "
+                                    "of the harness's messages: only the harness speaks for the candidate")
+            frame = frame.f_back
+
     def check(self) -> list[str]:
         """Raise ``TimerTampered`` if a new thread runs the solution's code; otherwise return a
         short description of each other new thread still alive (at most five)."""

@@ -61,6 +61,7 @@ class TimerGuard:
 
     def __init__(self):
         self.frozen: list[tuple] = []
+        self.hooks = None  # a HookWatch (hooks.py): checked with everything else
         self.perf_counter = time.perf_counter
         # the flush's operations from torch's C types, which no Python code can replace (a patched
         # Tensor.zero_ or torch.sum would make the flush do nothing and leave the L2 warm)
@@ -105,6 +106,8 @@ class TimerGuard:
         # operation of the harness that follows, the copies of kept outputs included
         if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
             raise TimerTampered("the solution left a torch function or dispatch mode active")
+        if self.hooks is not None:
+            self.hooks.check()
 
 
 def l2_bytes(device) -> int:

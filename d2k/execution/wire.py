@@ -44,6 +44,10 @@ DTYPES = {
     if hasattr(torch, name)
 }
 _BYTE_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+# what perturb calls: C types' functions (immutable: no Python code can replace them), captured
+# before a solution is imported (the candidate's guard keeps these names as they are)
+_TENSOR, _TORCH = torch._C.TensorBase, torch._C._VariableFunctions
+_DEFAULT_RNG, _ARANGE = np.random.default_rng, np.arange
 
 
 class WireError(Exception):
@@ -299,27 +303,36 @@ def perturb(tensors: dict, names: list[str], seed: int, call: int) -> None:
     spaced from a random start (distinct, drawn in O(k)); the amounts and pairs come from
     ``numpy``'s generator seeded with (seed, call, tensor index): the same on both sides.
     """
+    # Only the C types' functions, captured when this module was imported (before any solution):
+    # the candidate perturbs its inputs right before the clock starts, so a name looked up here at
+    # run time (numpy.random.default_rng was one) let a replaced function compute the call's
+    # output there, outside the timed window.
+    T, VF = _TENSOR, _TORCH
     for index, name in enumerate(names):
         t = tensors[name]
-        cols = t.shape[-1] if t.dim() else 1
-        rows = t.numel() // max(cols, 1)
+        shape = T.shape.__get__(t)
+        cols = shape[-1] if len(shape) else 1
+        numel = T.numel(t)
+        rows = numel // max(cols, 1)
         if cols < 2 or rows < 1:
             continue
-        rng = np.random.default_rng([seed, call, index])
-        k = min(rows, max(1, -(-t.numel() // 4096)))
+        rng = _DEFAULT_RNG([seed, call, index])
+        k = min(rows, max(1, -(-numel // 4096)))
         # k distinct rows, evenly spaced from a random start and wrapping around: every row is
         # equally likely to be touched
-        row = np.arange(rows) if k == rows else (rng.integers(0, rows) + (rows // k) * np.arange(k)) % rows
+        row = _ARANGE(rows) if k == rows else (rng.integers(0, rows) + (rows // k) * _ARANGE(k)) % rows
         a = rng.integers(0, cols, size=k)
         b = (a + rng.integers(1, cols, size=k)) % cols
         shift = int(rng.integers(1, cols))
-        if t.element_size() not in _BYTE_VIEW or not t.is_contiguous():
+        size = T.element_size(t)
+        if size not in _BYTE_VIEW or not T.is_contiguous(t):
             continue
-        ints = t.view(_BYTE_VIEW[t.element_size()])
-        ints.copy_(torch.roll(ints, shift, dims=-1))
-        flat = ints.view(-1)
-        ia = torch.as_tensor(row * cols + a, device=t.device)
-        ib = torch.as_tensor(row * cols + b, device=t.device)
-        va, vb = flat[ia].clone(), flat[ib]
-        flat[ia] = vb
-        flat[ib] = va
+        ints = T.view(t, _BYTE_VIEW[size])
+        T.copy_(ints, VF.roll(ints, shift, dims=-1))
+        flat = T.view(ints, -1)
+        device = T.device.__get__(t)
+        ia = VF.as_tensor(row * cols + a, device=device)
+        ib = VF.as_tensor(row * cols + b, device=device)
+        va, vb = T.clone(T.__getitem__(flat, ia)), T.__getitem__(flat, ib)
+        T.__setitem__(flat, ia, vb)
+        T.__setitem__(flat, ib, va)

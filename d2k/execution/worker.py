@@ -281,10 +281,20 @@ class CandidateProcess:
         shutil.rmtree(self.private, ignore_errors=True)
 
 
-def malformed_timing(timing: dict) -> str | None:
+SPAN_KEYS = ("span_samples_ms", "kernel_sum_ms", "kernels_per_call", "span_kernel_names", "calls_without_device_work")
+
+
+def malformed_timing(timing: dict, settings: dict | None = None) -> str | None:
     """What in a timing reply is not the numbers the timing loop makes (the reply comes from the
-    candidate's process: a rewritten one must fail here, not crash the parent's statistics)."""
+    candidate's process: a rewritten one must fail here, not crash the parent's statistics). A
+    device span the job did not ask for is one: the parent would take it as the figure."""
     import math
+
+    if settings is not None and not settings.get("device_span"):
+        forged = [k for k in SPAN_KEYS if k in timing]
+        if forged:
+            return f"the timing reported a device span ({forged[0]}) that the job did not ask for: the timing loop " \
+                   "was replaced"
 
     for key in ("samples_ms", "span_samples_ms", "kernel_sum_ms", "kernels_per_call"):
         values = timing.get(key)
@@ -565,7 +575,7 @@ class Checker:
             status = "failed" if kind in ("tampered", "output") else "error"
             raise CandidateFailed(status, str(reply.get("reason", "timing failed")), reply.get("traceback"))
         timing = reply.get("timing") if isinstance(reply.get("timing"), dict) else {}
-        malformed = malformed_timing(timing)
+        malformed = malformed_timing(timing, settings)
         if malformed:
             raise CheckFailed(malformed)
         timing = dict(timing)

@@ -263,6 +263,17 @@ def test_a_timing_reply_whose_numbers_are_not_numbers_fails_on_the_trusted_side(
         assert reason and malformed in reason and "timing loop was replaced" in reason
 
 
+def test_a_device_span_the_job_did_not_ask_for_fails_on_the_trusted_side():
+    # before: a span put into the reply (profile_forge_span.py, through a profile hook) became the
+    # figure on the CPU interpreter, which never records one
+    from d2k.execution.worker import malformed_timing
+
+    forged = {"samples_ms": [0.07, 0.07], "span_samples_ms": [0.0005, 0.0005]}
+    assert "did not ask for" in malformed_timing(forged, {"device_span": False})
+    assert "did not ask for" in malformed_timing({"samples_ms": [0.1], "span_kernel_names": ["k"]}, {})
+    assert malformed_timing(forged, {"device_span": True}) is None
+
+
 def test_a_call_reply_with_a_malformed_launch_count_fails_on_the_trusted_side():
     from d2k.execution.worker import Checker, CheckFailed
 

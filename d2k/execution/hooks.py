@@ -1,0 +1,127 @@
+"""The ways a solution could run its own code between its calls without starting a thread
+(candidate side): profile and trace functions, audit hooks, ``sys.monitoring`` callbacks, Python
+signal handlers and garbage-collector callbacks.
+
+Each fires inside the harness's own code: a profile function on every call the timing loop makes,
+so it can do a call's work after the stop time is read, or the next call's work once ``perturb``
+has made its inputs final and before the clock starts; a signal handler between any two bytecodes
+(it rewrote the timing reply on its way out). Red-team files in ``tests/adversarial/cpu/`` passed
+with times 8 to 190 times too short this way before this module (2026-12-05).
+
+``lock()`` runs before the solution is imported: the functions that install such hooks are
+replaced by ones that refuse (a signal may still be ignored or reset, not given to Python code),
+and the garbage collector's callbacks and the signal handlers are recorded. ``HookWatch.check()``
+refuses what is in place anyway. A check cannot catch a hook that removes itself when it sees the
+check coming (a profile function sees every call), so refusing the installers is the defence and
+the check the backstop; the timing loop also turns the collector off, so no ``__del__`` of the
+solution's garbage runs inside the harness's code. Like the guard this is Python-level: the
+original functions stay reachable to a solution that digs through ``gc`` or uses ``ctypes``
+(SECURITY.md, "What is not stopped").
+"""
+
+from __future__ import annotations
+
+import gc
+import signal
+import sys
+import threading
+
+from d2k.execution.timing import TimerTampered
+
+# (module, name) of every function that installs code to run on the interpreter's events
+INSTALLERS = (
+    (sys, "setprofile"), (sys, "settrace"), (sys, "addaudithook"),
+    (threading, "setprofile"), (threading, "settrace"),
+    (threading, "setprofile_all_threads"), (threading, "settrace_all_threads"),
+)
+MONITORING_INSTALLERS = ("use_tool_id", "register_callback", "set_events", "set_local_events")
+MONITORING_TOOLS = range(6)
+
+
+def _refusal(name: str):
+    def refuse(*args, **kwargs):
+        raise TimerTampered(f"{name} is not available to a solution: code that runs on the interpreter's events "
+                            "runs inside the harness's timing loop")
+    refuse.__name__ = refuse.__qualname__ = name.rsplit(".", 1)[-1]
+    return refuse
+
+
+def _no_op() -> None:
+    """gc.enable in a candidate process: automatic collection stays off (see HookWatch.lock)."""
+
+
+def _signal_setter(original):
+    def set_signal(signalnum, handler):
+        if callable(handler):
+            raise TimerTampered("signal.signal with a Python handler is not available to a solution: the handler "
+                                "would run inside the harness's code")
+        return original(signalnum, handler)
+    set_signal.__name__ = set_signal.__qualname__ = "signal"
+    return set_signal
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return str(sig)
+
+
+def _handlers() -> dict:
+    found = {}
+    for sig in signal.valid_signals():
+        try:
+            found[sig] = signal.getsignal(sig)
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+class HookWatch:
+    """What may run the solution's code on the interpreter's events; refuses the installers."""
+
+    def __init__(self):
+        self.gc_callbacks = tuple(gc.callbacks)
+        self.handlers = _handlers()
+        self.monitoring = getattr(sys, "monitoring", None)
+        self.tools = {t: self.monitoring.get_tool(t) for t in MONITORING_TOOLS} if self.monitoring else {}
+
+    def lock(self) -> list[tuple]:
+        """Replace the installers (before the solution is imported); returns ``(owner, name)`` of each
+        replaced one, for the guard to keep as they now are."""
+        replaced = []
+        for owner, name in INSTALLERS:
+            if hasattr(owner, name):
+                setattr(owner, name, _refusal(f"{owner.__name__}.{name}"))
+                replaced.append((owner, name))
+        if self.monitoring is not None:
+            for name in MONITORING_INSTALLERS:
+                if hasattr(self.monitoring, name):
+                    setattr(self.monitoring, name, _refusal(f"sys.monitoring.{name}"))
+                    replaced.append((self.monitoring, name))
+        signal.signal = _signal_setter(signal.signal)
+        replaced.append((signal, "signal"))
+        # the candidate turns automatic collection off once the solution is imported; the solution
+        # may not turn it back on (quietly: a library that pairs disable and enable keeps working)
+        gc.enable = _no_op
+        replaced.append((gc, "enable"))
+        return replaced
+
+    def check(self) -> None:
+        if sys.getprofile() is not None or sys.gettrace() is not None:
+            raise TimerTampered("the solution installed a profile or trace function: it would run inside the "
+                                "harness's timing loop")
+        if getattr(threading, "_profile_hook", None) is not None or getattr(threading, "_trace_hook", None) is not None:
+            raise TimerTampered("the solution installed a profile or trace function for new threads")
+        if self.monitoring is not None and any(self.monitoring.get_tool(t) != name for t, name in self.tools.items()):
+            raise TimerTampered("the solution registered a sys.monitoring tool")
+        if len(gc.callbacks) != len(self.gc_callbacks) or any(a is not b for a, b in zip(gc.callbacks, self.gc_callbacks)):
+            raise TimerTampered("the solution added a garbage-collector callback")
+        now = _handlers()
+        changed = [s for s, h in now.items() if callable(h) and h is not self.handlers.get(s)]
+        if changed:
+            raise TimerTampered(f"the solution gave signal {_signal_name(changed[0])} a Python handler: it would run "
+                                "inside the harness's code")
+        if gc.isenabled():
+            raise TimerTampered("the solution turned automatic garbage collection back on: a __del__ of its garbage "
+                                "would run inside the harness's code")
