@@ -24,7 +24,8 @@ Layers, each applied where the machine allows it and recorded in the run's metad
 - **network namespace** (``--net``): no interface but a loopback that is down.
 - **UTS and IPC namespaces** (``--uts --ipc``): the host name and System V shared memory, queues
   and semaphores are the candidate's own (a segment it leaves cannot reach a later run).
-- **unprivileged user** (when started as root): uid/gid 65534, no supplementary groups,
+- **unprivileged user** (when started as root, and Python is reachable by others inside: a Python
+  under a closed home folder is, once that home is hidden and the Python bound back): uid/gid 65534, no supplementary groups,
   ``no_new_privs``.
 - **resource limits**: open files, file size, core dumps, CPU seconds, processes (when the user is
   dropped), and address space on the CPU interpreter (CUDA reserves huge virtual ranges, so on a GPU
@@ -112,7 +113,7 @@ def plan(private_dir: Path, hide: list[Path], read_only: list[Path], backend: st
     read_only = list(dict.fromkeys([*read_only, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]))
     namespaces = enabled and namespaces_available()
     root_user = enabled and os.geteuid() == 0
-    drop_user = root_user and python_readable_by_others()
+    drop_user = root_user and (python_readable_by_others(hide, read_only) if namespaces else python_readable_by_others())
     dropped = []
     if backend == "cuda" and (namespaces or drop_user):
         namespaces, drop_user, dropped = _layers_cuda_allows(private_dir, hide, read_only, namespaces, drop_user)
@@ -500,9 +501,12 @@ def init(argv: list[str]) -> int:
     return 127
 
 
-def python_readable_by_others() -> bool:
-    """Can an unprivileged user run this Python and import d2k, torch and triton? (Every folder on
-    the way must be searchable by others: a Python under a 0700 /root is not.)"""
+def python_readable_by_others(hidden: list | tuple = (), kept: list | tuple = ()) -> bool:
+    """Can an unprivileged user run this Python and import d2k, torch and triton? Every folder on
+    the way must be searchable by others: a Python under a 0700 /root is not, unless /root is one
+    of the ``hidden`` folders and the Python one of the ``kept`` ones under it: inside the sandbox
+    /root is then an empty 0755 folder, with the folders down to the Python made 0755 and the
+    Python bound back (keeping its own modes)."""
     import importlib.util
 
     paths = [os.path.realpath(sys.executable), str(Path(__file__).resolve())]
@@ -510,9 +514,23 @@ def python_readable_by_others() -> bool:
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.origin:
             paths.append(os.path.realpath(spec.origin))
+    return searchable_by_others(paths, hidden, kept)
+
+
+def searchable_by_others(paths: list, hidden: list | tuple = (), kept: list | tuple = ()) -> bool:
+    """``python_readable_by_others`` for any ``paths``."""
+    hidden = [Path(h).resolve() for h in hidden]
+    kept = [Path(k).resolve() for k in kept]
     for path in paths:
         p = Path(path)
-        for folder in [*p.parents]:
+        under = [h for h in hidden if h in p.parents]
+        if under and not any(k in p.parents for k in kept):
+            return False  # hidden and not bound back: not there at all
+        for folder in p.parents:
+            made = any(folder == h or h in folder.parents for h in under) and \
+                not any(folder == k or k in folder.parents for k in kept)
+            if made:
+                continue  # a folder the sandbox makes, 0755
             try:
                 if not folder.stat().st_mode & 0o001:
                     return False

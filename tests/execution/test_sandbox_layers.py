@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from d2k.execution import sandbox
 
 
@@ -108,3 +110,39 @@ def test_a_checkout_an_editable_finder_maps_d2k_to_is_hidden(tmp_path, monkeypat
     settings = sandbox_settings(Benchmark.load(only=["rmsnorm"]))
     assert str(editable.resolve() / "tasks") in settings["hide"]
     assert str(editable.resolve()) in settings["read_only"]
+
+
+def test_a_python_under_a_closed_home_is_reachable_once_the_home_is_hidden_and_it_is_bound_back():
+    # before: Python under a 0700 /root (pyenv) kept the candidate at uid 0; inside the sandbox that
+    # home is an empty 0755 folder with the Python bound back, so the unprivileged user reaches it
+    import shutil
+    import uuid
+
+    import d2k
+    from d2k.execution.sandbox import searchable_by_others
+
+    tmp_path = Path(d2k.__file__).resolve().parents[1] / f".d2k-home-{uuid.uuid4().hex[:12]}"  # (pytest's tmp is 0700)
+    tmp_path.mkdir()
+    try:
+        _closed_home_case(tmp_path, searchable_by_others)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def _closed_home_case(tmp_path, searchable_by_others):
+    home = tmp_path / "root"
+    python = home / ".pyenv" / "versions" / "3.11" / "bin" / "python3"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    home.chmod(0o700)
+    for folder in [tmp_path, *tmp_path.parents]:
+        if not folder.stat().st_mode & 0o001:
+            pytest.skip(f"{folder} is not searchable by others here")
+    prefix = home / ".pyenv" / "versions" / "3.11"
+    assert not searchable_by_others([python])
+    assert searchable_by_others([python], hidden=[home], kept=[prefix])
+    assert not searchable_by_others([python], hidden=[home], kept=[])  # hidden, nothing bound back
+    prefix.chmod(0o700)  # the bound-back Python keeps its own modes
+    assert not searchable_by_others([python], hidden=[home], kept=[prefix])
+    prefix.chmod(0o755)
+    home.chmod(0o755)
