@@ -412,6 +412,14 @@ class Candidate:
 
 
 def main(argv: list[str]) -> int:
+    from d2k.execution.sandbox import die_with_parent
+
+    # again, here: the kernel clears the parent-death signal when the credentials change, so the one
+    # the sandbox set before dropping the user was gone, and a candidate whose worker was killed
+    # (a timeout) lived on under init as uid 65534 (outlive_timeout.py; orphans were found)
+    die_with_parent()
+    if os.getppid() == 1:
+        return 0  # the parent died before the signal was armed (outside a pid namespace)
     cmd_fd, reply_fd = int(argv[0]), int(argv[1])
     arena_fd = int(argv[2]) if len(argv) > 2 else None
     return Candidate(cmd_fd, reply_fd, arena_fd).serve()

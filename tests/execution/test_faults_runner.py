@@ -43,13 +43,42 @@ def _sweep(tmp_path, name: str, body: str, limits: Limits):
     return {r["workload_id"]: r for r in result.records}, [w.id for w in smoke]
 
 
-def test_a_timeout_fails_that_workload_only(tmp_path):
+def _uptime_ticks() -> int:
+    return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK"))
+
+
+def _orphaned_candidates(since_ticks: int) -> list[int]:
+    """Candidate processes started since then whose parent is gone (reparented to init)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if b"d2k.execution.candidate" not in (entry / "cmdline").read_bytes():
+                continue
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == 1 and int(fields[19]) >= since_ticks:  # ppid, starttime
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_timeout_fails_that_workload_only_and_leaves_no_candidate_behind(tmp_path):
     # hangs on the H = 256 workload (the first), answers the H = 100 one
+    started = _uptime_ticks()
     body = ("\nimport time\ndef run(x, w, eps):\n    if x.shape[1] == 256:\n        time.sleep(10_000)\n"
             "    return _rms(x, w, eps)\n")
     records, order = _sweep(tmp_path, "hangs_once", body, Limits(per_workload_s=6))
     assert records[order[0]]["status"] == "timeout" and "per-workload limit" in records[order[0]]["reason"]
     assert records[order[1]]["status"] == "passed", records[order[1]]["reason"]
+    # before: once the sandbox dropped the user, the kernel had cleared the candidate's parent-death
+    # signal, and the hanging candidate lived on under init after its worker was killed
+    time.sleep(1.0)
+    orphans = _orphaned_candidates(started)
+    for pid in orphans:
+        os.kill(pid, signal.SIGKILL)
+    assert orphans == []
 
 
 def test_a_hanging_import_is_bounded_by_the_per_workload_limit(tmp_path):
