@@ -82,11 +82,11 @@ def d2k_checkouts() -> list:
 def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> dict:
     """What the candidate's sandbox hides and keeps read-only (see ``d2k.execution.sandbox``).
 
-    Hidden: the content a solution must not read (tasks with their experts and references, rubrics,
-    gold labels, workloads, analysis, benchmarks, the git history) of the content root and of the
-    checkout d2k is imported from, the run folder, the store and the home directory (unless Python
-    lives there). Read-only: those two roots (where d2k itself and often the virtual environment
-    live) and the Python installation.
+    Hidden: the content root and every checkout d2k is imported from, whole, but for their d2k
+    package and a Python installed in them (the content a solution must not read: tasks with their
+    experts and references, rubrics, gold labels, workloads, analysis, benchmarks, the git history,
+    earlier runs' folders), the run folder, the store and the home directory (a Python installed
+    there is bound back). Read-only: the d2k packages and the Python installation.
     """
     import sys
     from pathlib import Path
@@ -109,7 +109,13 @@ def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> d
         # folder that hides the rest of it (the sandbox keeps every read-only path under a hidden one)
         hide.append(home)
     hide += [Path(p) for p in (extra_hide or []) + os.environ.get("D2K_SANDBOX_HIDE", "").split(os.pathsep) if p]
-    read_only = roots   # the sandbox's plan adds the running Python itself
+    # each checkout whole, but for its d2k package and a Python installed in it (bound back into
+    # the empty folder): earlier runs' folders (.d2k/runs/*/results.jsonl holds every solution's
+    # source, the experts' included) and anything else kept there are out of reach
+    # (read_other_workdir.py read the experts so while only the current run folder was hidden)
+    packages = [r / "d2k" for r in roots if (r / "d2k" / "__init__.py").exists()]
+    hide += roots
+    read_only = roots + packages   # the sandbox's plan adds the running Python itself
     return {
         "enabled": os.environ.get("D2K_SANDBOX", "1") != "0",
         "hide": [str(p) for p in hide],

@@ -17,6 +17,7 @@ call's outputs for checking, so which calls are checked is not known when they r
 
 from __future__ import annotations
 
+import array
 import builtins
 import gc
 import importlib.util
@@ -116,7 +117,7 @@ class Candidate:
     def load(self, cmd: dict) -> dict:
         import torch
 
-        from d2k.execution import threads
+        from d2k.execution import hooks, threads
         from d2k.execution.hooks import HookWatch
         from d2k.execution.threads import ThreadWatch
         from d2k.execution.timing import TimerGuard
@@ -135,10 +136,13 @@ class Candidate:
         self.equal = torch.equal  # for the unchanged-inputs fact, captured before the solution can patch it
         # no profile, trace, audit or monitoring hook and no Python signal handler may run the
         # solution's code inside the harness's (hooks.py); the guard keeps the refusals in place
+        add_audit_hook = sys.addaudithook  # before the lock replaces it (the harness's own veto, below)
         hook_watch = HookWatch()
-        for owner, attr in hook_watch.lock():
+        for owner, attr in [*hook_watch.lock(), *((hooks, name) for name in hooks.CAPTURED),
+                            (HookWatch, "check"), (timing, "_dict_get")]:
             self.guard.protect(f"{getattr(owner, '__name__', owner)}.{attr}", owner, attr)
         self.guard.hooks = hook_watch
+        self.guard.freeze(hook_watch)  # its record of the handlers and callbacks there were
         for owner, attrs in ((timing.CudaTimer, ("measure", "flush_l2", "recording", "annotate")),
                              (timing.WallTimer, ("measure",)),
                              (timing, ("device_spans", "spans_from_events", "trace_events", "profile_streams", "l2_bytes")),
@@ -146,6 +150,7 @@ class Candidate:
                                      "_write_all", "_read_exact", "wait_readable",
                                      "_TENSOR", "_TORCH", "_DEFAULT_RNG", "_ARANGE", "_BYTE_VIEW")),
                              (builtins, BUILTINS), (gc, ("enable", "disable", "collect")),
+                             (torch._C, ("DisableTorchFunction",)), (array, ("array",)),
                              (Candidate, ("outputs", "time", "call", "reply", "serve")),
                              (ThreadWatch, ("check", "refuse_solution_caller")), (threads, ("_is_solution_frame",)),
                              (sys, ("_current_frames",)),
@@ -172,10 +177,14 @@ class Candidate:
         # the guard's own captured primitives and its table of originals, as they are now
         self.guard.freeze(self.guard, mutable=("frozen",))
         self.threads = ThreadWatch()  # which threads exist before the solution's code runs
+        self.threads.arm(None, cmd["path"])  # its file now; its module's globals once imported
+        # the interpreter's own veto on hook installers, whatever route the solution takes to them
+        add_audit_hook(hooks.audit_veto(self.threads.is_solution_frame))
         _count_triton_launches()
         self.fn = _load(cmd["path"], cmd.get("entry_point", "run"), cmd.get("kind", "file"))
         module = sys.modules.get("d2k_solution")
         self.threads.arm(getattr(module, "__dict__", None), cmd["path"])
+        self.guard.freeze(self.threads, mutable=("before",))  # which code counts as the solution's
         # no automatic collection from here on: a __del__ of the solution's garbage (or a gc
         # callback) would run inside the harness's code, outside the timed window; the harness
         # collects after each reply (gc.enable does nothing for the solution: hooks.py)
@@ -276,6 +285,9 @@ class Candidate:
         import torch
 
         c_clone = torch._C.TensorBase.clone  # an immutable type's method: no solution can replace it
+        # captured here, not looked up in after(): a replaced one ran the call's work there, after
+        # the window (disable_torch_function_patch.py)
+        no_torch_function = torch._C.DisableTorchFunction
 
         from d2k.execution.timing import CudaTimer, TimerTampered, WallTimer
 
@@ -288,7 +300,9 @@ class Candidate:
         # each timed call's perturbation seed arrives just before that call (call 0's on request, the
         # others in the decision after the call before): none is known while warm-up or an earlier
         # call runs, so no output can be computed ahead of its call
-        seeds: dict[int, int] = {}
+        # (call, seed) of the next call, in an array of machine integers: reading it runs no code (a
+        # dict of seeds ran the __eq__ of keys a solution put into it: seeds_key_eq.py)
+        seed_slot = array.array("q", [-1, 0])
         names = list(cmd["perturb"])
         # each set's pristine values: perturbed before each timed call, copied into the working
         # tensors of inputs the op writes
@@ -305,11 +319,15 @@ class Candidate:
             # nothing the solution left may run while its inputs are made final: no replaced name,
             # no hook, no thread running its code (they would compute the output here, unclocked)
             self.guard.check()
-            if j not in seeds:
+            if any(type(k) is not str for k in pristine[i]) or any(type(k) is not str for k in sets[i]):
+                raise TimerTampered("the solution put a key of its own into the harness's input sets")
+            if seed_slot[0] != j:
                 self.reply({"op": "seed", "call": j})
                 answer, _ = wire.recv(self.cmd_fd, 0, spin_s=wire.spin_s(self.interpreter))
-                seeds[j] = int(answer["seed"])
-            wire.perturb(pristine[i], names, seeds.pop(j), j)
+                seed_slot[0], seed_slot[1] = j, int(answer["seed"])
+            seed = seed_slot[1]
+            seed_slot[0] = -1
+            wire.perturb(pristine[i], names, seed, j)
             restore(i)
 
         def call(i):
@@ -327,7 +345,7 @@ class Candidate:
                 raise TimerTampered(f"timed call {j} returned a {type(result).__module__}.{type(result).__qualname__}: "
                                     "a result must be exactly a torch.Tensor, a tuple or a list (a subclass runs its "
                                     "own code when the harness reads it)")
-            with torch._C.DisableTorchFunction():
+            with no_torch_function():
                 copies = result
                 if type(result) is torch.Tensor:
                     copies = c_clone(result)
@@ -338,7 +356,7 @@ class Candidate:
             self.reply({"op": "issued", "call": j})
             # on the GPU, wait hot: the next call must be issued as fast as the warm-up measured
             decision, _ = wire.recv(self.cmd_fd, 0, spin_s=wire.spin_s(self.interpreter))
-            seeds[j + 1] = int(decision["next_seed"])
+            seed_slot[0], seed_slot[1] = j + 1, int(decision["next_seed"])
             if decision.get("keep"):
                 # a kept call's outputs leave the process now, before any more of the solution's code
                 # runs: a copy held here until the end could be overwritten by a later call with the

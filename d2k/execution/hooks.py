@@ -28,6 +28,11 @@ import threading
 
 from d2k.execution.timing import TimerTampered
 
+# what check() calls, captured before any solution is imported (the candidate's guard keeps these
+# names as they are: a solution replaced sys.getprofile with ``lambda: None``)
+_getprofile, _gettrace, _gc_enabled, _getsignal = sys.getprofile, sys.gettrace, gc.isenabled, signal.getsignal
+CAPTURED = ("_getprofile", "_gettrace", "_gc_enabled", "_getsignal")
+
 # (module, name) of every function that installs code to run on the interpreter's events
 INSTALLERS = (
     (sys, "setprofile"), (sys, "settrace"), (sys, "addaudithook"),
@@ -44,6 +49,29 @@ def _refusal(name: str):
                             "runs inside the harness's timing loop")
     refuse.__name__ = refuse.__qualname__ = name.rsplit(".", 1)[-1]
     return refuse
+
+
+VETOED_EVENTS = ("sys.addaudithook", "sys.setprofile", "sys.settrace")
+
+
+def audit_veto(is_solution_frame):
+    """An audit hook that refuses the events installing hooks while the solution's code is on the
+    stack (``is_solution_frame(frame)``). The interpreter raises them however the hook is installed:
+    ``_lsprof.Profiler.enable`` and an original ``sys.setprofile`` rebuilt with ``_imp`` went past
+    the replaced functions (lsprof_timer_work_in_before.py, imp_restore_audit.py); an audit hook
+    cannot be removed, and one raising on ``sys.addaudithook`` keeps any other from being added."""
+    getframe = sys._getframe
+
+    def veto(event, args):
+        if event not in VETOED_EVENTS:
+            return
+        frame = getframe(1)
+        while frame is not None:
+            if is_solution_frame(frame):
+                raise TimerTampered(f"{event} is not available to a solution: code that runs on the "
+                                    "interpreter's events runs inside the harness's timing loop")
+            frame = frame.f_back
+    return veto
 
 
 def _no_op() -> None:
@@ -71,7 +99,7 @@ def _handlers() -> dict:
     found = {}
     for sig in signal.valid_signals():
         try:
-            found[sig] = signal.getsignal(sig)
+            found[sig] = _getsignal(sig)
         except (OSError, ValueError):
             pass
     return found
@@ -108,7 +136,7 @@ class HookWatch:
         return replaced
 
     def check(self) -> None:
-        if sys.getprofile() is not None or sys.gettrace() is not None:
+        if _getprofile() is not None or _gettrace() is not None:
             raise TimerTampered("the solution installed a profile or trace function: it would run inside the "
                                 "harness's timing loop")
         if getattr(threading, "_profile_hook", None) is not None or getattr(threading, "_trace_hook", None) is not None:
@@ -122,6 +150,6 @@ class HookWatch:
         if changed:
             raise TimerTampered(f"the solution gave signal {_signal_name(changed[0])} a Python handler: it would run "
                                 "inside the harness's code")
-        if gc.isenabled():
+        if _gc_enabled():
             raise TimerTampered("the solution turned automatic garbage collection back on: a __del__ of its garbage "
                                 "would run inside the harness's code")

@@ -41,19 +41,23 @@ class ThreadWatch:
     def __init__(self):
         self.main = threading.get_ident()
         self.before = set(sys._current_frames())
-        self.solution_globals: dict | None = None
+        # (globals,): a dict attribute would be frozen by its entries, which the solution changes
+        self.solution_scope: tuple = (None,)
         self.solution_file = ""
 
     def arm(self, solution_globals: dict | None, solution_file: str) -> None:
-        self.solution_globals = solution_globals
+        self.solution_scope = (solution_globals,)
         self.solution_file = os.path.realpath(solution_file)
+
+    def is_solution_frame(self, frame) -> bool:
+        return _is_solution_frame(frame, self.solution_scope[0], self.solution_file)
 
     def refuse_solution_caller(self, frame) -> None:
         """Raise ``TimerTampered`` if the solution's code is on this thread's stack from ``frame`` up."""
         from d2k.execution.timing import TimerTampered
 
         while frame is not None:
-            if _is_solution_frame(frame, self.solution_globals, self.solution_file):
+            if _is_solution_frame(frame, self.solution_scope[0], self.solution_file):
                 raise TimerTampered(f"the solution's code ({frame.f_code.co_name}, line {frame.f_lineno}) sent one "
                                     "of the harness's messages: only the harness speaks for the candidate")
             frame = frame.f_back
@@ -69,7 +73,7 @@ class ThreadWatch:
                 continue
             stack = []
             while frame is not None:
-                if _is_solution_frame(frame, self.solution_globals, self.solution_file):
+                if _is_solution_frame(frame, self.solution_scope[0], self.solution_file):
                     raise TimerTampered(
                         f"a thread the solution started was running its code ({frame.f_code.co_name}, line "
                         f"{frame.f_lineno}) outside its calls: results must be complete when run returns, "

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import inspect
 import json
 import os
 import tempfile
@@ -42,6 +41,30 @@ import torch
 
 class TimerTampered(RuntimeError):
     """The candidate replaced part of the timing machinery."""
+
+
+# What the guard's check calls, captured when this module is imported (before any solution): C
+# functions and descriptors only, so no Python code a solution replaced (inspect.getattr_static
+# was looked up by name at every check: a solution that replaced it blinded the guard) and no
+# __getattribute__ of a swapped module class (``module.__class__ = Sub`` is allowed) runs here.
+_type = type
+_dict_get = dict.get
+_is_class = type.__instancecheck__.__get__(type)  # isinstance(x, type), as a C call
+_class_dict = type.__dict__["__dict__"].__get__   # a class's own namespace (a mappingproxy)
+_class_mro = type.__dict__["__mro__"].__get__
+_MISSING = object()
+
+
+def _stored(owner, attr: str, namespace):
+    """``owner.attr`` as stored, found without running Python code: in ``namespace`` (a module's
+    dict, kept since protect) or along a class's MRO."""
+    if namespace is not None:
+        return _dict_get(namespace, attr, _MISSING)
+    for klass in _class_mro(owner):
+        found = _class_dict(klass)
+        if attr in found:
+            return found[attr]
+    return _MISSING
 
 
 def _attributes(obj, mutable: tuple) -> dict:
@@ -67,7 +90,8 @@ class TimerGuard:
         # Tensor.zero_ or torch.sum would make the flush do nothing and leave the L2 warm)
         self.zero_ = torch._C.TensorBase.zero_
         self.sum_ = torch._C._VariableFunctions.sum
-        self.items = {"time.perf_counter": (time, "perf_counter", inspect.getattr_static(time, "perf_counter"))}
+        self.items: dict = {}
+        self.protect("time.perf_counter", time, "perf_counter")
         if torch.cuda.is_available():
             self.Event = torch.cuda.Event
             self.synchronize = torch.cuda.synchronize
@@ -88,20 +112,29 @@ class TimerGuard:
         self.frozen = [f for f in self.frozen if f[0] is not obj]
 
     def protect(self, label: str, owner, attr: str) -> None:
-        """Also check that ``owner.attr`` is still what it is now (a harness function). Compared as
-        stored (``getattr_static``): a classmethod is a new bound object on every plain lookup."""
-        self.items[label] = (owner, attr, inspect.getattr_static(owner, attr))
+        """Also check that ``owner.attr`` is still what it is now (a harness function), and that the
+        owner's type (a module's class can be swapped for one with its own ``__getattribute__``)
+        and, for a class, its MRO are. Compared as stored: a classmethod is a new bound object on
+        every plain lookup."""
+        namespace = None if _is_class(owner) else vars(owner)
+        mro = _class_mro(owner) if namespace is None else None
+        self.items[label] = (owner, attr, _stored(owner, attr, namespace), _type(owner), namespace, mro)
 
     def check(self) -> None:
-        for label, (owner, attr, original) in self.items.items():
-            if inspect.getattr_static(owner, attr, None) is not original:
-                raise TimerTampered(f"the solution replaced {label}")
+        # the frozen objects first: the guard's own table of originals is one of them
         for obj, mutable, attrs in self.frozen:
             now = _attributes(obj, mutable)
             changed = sorted(k for k in now.keys() | attrs.keys()
                              if k not in now or k not in attrs or not _same(now[k], attrs[k]))
             if changed:
                 raise TimerTampered(f"the solution changed the {type(obj).__name__}'s {', '.join(changed[:3])}")
+        for label, (owner, attr, original, kind, namespace, mro) in self.items.items():
+            if _type(owner) is not kind:
+                raise TimerTampered(f"the solution changed the type of {label.rsplit('.', 1)[0]}")
+            if mro is not None and _class_mro(owner) is not mro:
+                raise TimerTampered(f"the solution changed the bases of {label.rsplit('.', 1)[0]}")
+            if _stored(owner, attr, namespace) is not original:
+                raise TimerTampered(f"the solution replaced {label}")
         # a torch function or dispatch mode left active would see (and could rewrite) every tensor
         # operation of the harness that follows, the copies of kept outputs included
         if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():

@@ -23,14 +23,19 @@ pytestmark = pytest.mark.skipif(not sandbox.namespaces_available(),
 
 
 def _caching_solution(tmp_path: Path) -> Path:
-    """The task's reference, computed once per topk_ids tensor and served from a cache after that."""
+    """The task's reference, computed once per topk_ids tensor and served from a cache after that,
+    in the timing loop only (the correctness trials' inputs can reuse a freed address, and a stale
+    hit there failed the file in a trial instead: CI, 2026-12-05)."""
     source = (find_root() / "tasks" / "moe_align_block_size" / "reference.py").read_text()
     tree = ast.parse(source)
     keep = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
             or (isinstance(node, ast.FunctionDef) and node.name in ("_segments", "reference"))]
     body = ast.unparse(ast.Module(body=keep, type_ignores=[]))
     path = tmp_path / "moe_align_cache.py"
-    path.write_text(body + "\n\n_cache = {}\n\n\ndef run(topk_ids, num_experts, block_size):\n"
+    path.write_text(body + "\nimport sys\n\n_cache = {}\n\n\ndef run(topk_ids, num_experts, block_size):\n"
+                    "    timing = any(sys._getframe(k).f_code.co_name == 'measure' for k in range(1, 4))\n"
+                    "    if not timing:\n"
+                    "        return reference(topk_ids, num_experts, block_size)\n"
                     "    key = (topk_ids.data_ptr(), num_experts, block_size)\n"
                     "    if key not in _cache:\n"
                     "        _cache[key] = tuple(t.clone() for t in reference(topk_ids, num_experts, block_size))\n"
