@@ -79,6 +79,11 @@ def d2k_checkouts() -> list:
     return list(dict.fromkeys(r for r in roots if (r / "tasks").is_dir()))
 
 
+# the top-level folders a candidate sees (read-only): the system's programs, libraries and settings
+SYSTEM_FOLDERS = frozenset({"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "dev", "proc", "sys",
+                            "tmp", "run", "var"})
+
+
 def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> dict:
     """What the candidate's sandbox hides and keeps read-only (see ``d2k.execution.sandbox``).
 
@@ -115,10 +120,15 @@ def sandbox_settings(bench: Benchmark, extra_hide: list[str] | None = None) -> d
     # (read_other_workdir.py read the experts so while only the current run folder was hidden)
     packages = [r / "d2k" for r in roots if (r / "d2k" / "__init__.py").exists()]
     hide += roots
+    # and every top-level folder but the system's: another checkout on the machine (a clone in
+    # /work, say) keeps its runs' folders too, and the CI's read_other_workdir.py read an expert's
+    # source from one; what lies in them that d2k needs (a Python, d2k itself) is bound back
+    hide += [Path("/", name) for name in sorted(os.listdir("/"))
+             if name not in SYSTEM_FOLDERS and not os.path.islink(os.path.join("/", name))]
     read_only = roots + packages   # the sandbox's plan adds the running Python itself
     return {
         "enabled": os.environ.get("D2K_SANDBOX", "1") != "0",
-        "hide": [str(p) for p in hide],
+        "hide": [str(p) for p in dict.fromkeys(hide)],
         "read_only": [str(p) for p in read_only],
         "limits": dict(DEFAULT_SANDBOX_LIMITS),
         "cache_root": str(workdir / "kernel-cache"),

@@ -146,3 +146,23 @@ def _closed_home_case(tmp_path, searchable_by_others):
     assert not searchable_by_others([python], hidden=[home], kept=[prefix])
     prefix.chmod(0o755)
     home.chmod(0o755)
+
+
+def test_every_top_level_folder_but_the_systems_is_hidden_and_checkouts_keep_only_d2k():
+    # before: another checkout on the machine (/work/main, seen from a clone in /tmp) kept its runs'
+    # folders readable, and read_other_workdir.py put an expert's source in its reason (CI rehearsal)
+    import os
+
+    from d2k.content import Benchmark
+    from d2k.job_payload import SYSTEM_FOLDERS, sandbox_settings
+
+    settings = sandbox_settings(Benchmark.load(only=["rmsnorm"]))
+    hidden = set(settings["hide"])
+    for name in os.listdir("/"):
+        path = os.path.join("/", name)
+        if name in SYSTEM_FOLDERS or os.path.islink(path):
+            assert path not in hidden
+        else:
+            assert path in hidden, path
+    root = str(Benchmark.load(only=["rmsnorm"]).root.resolve())
+    assert root in hidden and os.path.join(root, "d2k") in settings["read_only"]
