@@ -13,10 +13,13 @@ replaced by ones that refuse (a signal may still be ignored or reset, not given 
 and the garbage collector's callbacks and the signal handlers are recorded. ``HookWatch.check()``
 refuses what is in place anyway. A check cannot catch a hook that removes itself when it sees the
 check coming (a profile function sees every call), so refusing the installers is the defence and
-the check the backstop; the timing loop also turns the collector off, so no ``__del__`` of the
-solution's garbage runs inside the harness's code. Like the guard this is Python-level: the
-original functions stay reachable to a solution that digs through ``gc`` or uses ``ctypes``
-(SECURITY.md, "What is not stopped").
+the check the backstop. Behind the replaced functions, ``audit_veto`` is an audit hook the
+candidate installs before the import: the interpreter calls it for ``sys.setprofile``,
+``sys.settrace`` and ``sys.addaudithook`` events however they are reached (an ``_lsprof``
+profiler, a ``sys`` rebuilt with ``_imp``), and it refuses them while the solution's code is on
+the stack. Automatic collection is off once the solution is imported, so no ``__del__`` of its
+garbage runs inside the harness's code. What stays open (``ctypes``, a hook installed from a C
+callable the harness itself runs): SECURITY.md, "What is not stopped".
 """
 
 from __future__ import annotations
