@@ -66,6 +66,11 @@ def _count_triton_launches() -> None:
         cls.run = run
 
 
+def _file_id(fd: int) -> tuple:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
 def _load(path: str, entry_point: str, kind: str):
     spec = importlib.util.spec_from_file_location("d2k_solution", path)
     if spec is None or spec.loader is None:
@@ -77,13 +82,13 @@ def _load(path: str, entry_point: str, kind: str):
         import torch
 
         # torch.compile of the reference, or of a task's eager stand-in baseline (its run())
-        return torch.compile(module.reference if hasattr(module, "reference") else module.run)
+        return torch.compile(module.reference if hasattr(module, "reference") else module.run), module
     if kind == "reference":
-        return module.reference  # the reference timed as a baseline (it is checked against nothing)
+        return module.reference, module  # the reference timed as a baseline (it is checked against nothing)
     fn = getattr(module, entry_point, None)
     if not callable(fn):
         raise AttributeError(f"{os.path.basename(path)} defines no function {entry_point}()")
-    return fn
+    return fn, module
 
 
 class Candidate:
@@ -99,9 +104,16 @@ class Candidate:
         self.guard = None
         self.threads = None
         self.equal = None
+        self.timers = None
+        self.reply_stat = None  # (device, inode) of the reply pipe, taken before the solution is imported
         self.last_inputs = None  # (descriptions, bytes) of the last call's inputs
 
     def reply(self, header: dict, blobs=None) -> None:
+        if self.reply_stat is not None and _file_id(self.reply_fd) != self.reply_stat:
+            # a pipe of the solution's dup2'd over the reply fd relayed (and rewrote) every message
+            from d2k.execution.timing import TimerTampered
+
+            raise TimerTampered("the solution replaced the reply pipe")
         if self.threads is not None:
             # only the harness speaks for the candidate: a solution that never returned from a call
             # and sent the timing protocol's messages itself (announcing calls it never ran, with
@@ -133,6 +145,10 @@ class Candidate:
         from d2k.execution import timing, wire
 
         self.guard = TimerGuard()  # the timing primitives, captured before any candidate code runs
+        # the timer classes, taken now: an import inside time() read sys.modules, where a solution
+        # put a timing module of its own (sysmodules_timing_swap.py)
+        self.timers = (timing.CudaTimer, timing.WallTimer, timing.TimerTampered)
+        self.reply_stat = _file_id(self.reply_fd)
         self.equal = torch.equal  # for the unchanged-inputs fact, captured before the solution can patch it
         # no profile, trace, audit or monitoring hook and no Python signal handler may run the
         # solution's code inside the harness's (hooks.py); the guard keeps the refusals in place
@@ -148,7 +164,7 @@ class Candidate:
                              (timing, ("device_spans", "spans_from_events", "trace_events", "profile_streams", "l2_bytes")),
                              (wire, ("perturb", "pack", "unpack", "send", "recv", "byte_view", "spin_s",
                                      "_write_all", "_read_exact", "wait_readable",
-                                     "_TENSOR", "_TORCH", "_DEFAULT_RNG", "_ARANGE", "_BYTE_VIEW")),
+                                     "_TENSOR", "_TORCH", "_GENERATOR", "_PCG64", "_ARANGE", "_BYTE_VIEW")),
                              (builtins, BUILTINS), (gc, ("enable", "disable", "collect")),
                              (torch._C, ("DisableTorchFunction",)), (array, ("array",)),
                              (Candidate, ("outputs", "time", "call", "reply", "serve")),
@@ -171,19 +187,30 @@ class Candidate:
                              (torch.cuda, ("_sleep",)), (torch, ("sum",)),
                              # the tensor methods that copy and serialise outputs on this side
                              (torch.Tensor, ("clone", "detach", "contiguous", "reshape", "view", "cpu", "numpy",
-                                             "copy_", "zero_", "sum", "__torch_function__"))):
+                                             "copy_", "zero_", "sum", "__torch_function__", "is_contiguous",
+                                             "untyped_storage", "numel", "data_ptr", "device", "dtype", "shape",
+                                             "element_size", "dim", "size", "stride", "__dict__")),
+                             (os, ("fstat", "getppid"))):
             for attr in attrs:
                 self.guard.protect(f"{getattr(owner, '__name__', owner)}.{attr}", owner, attr)
         # the guard's own captured primitives and its table of originals, as they are now
         self.guard.freeze(self.guard, mutable=("frozen",))
+        # the harness modules' globals whole: a name rebound in one (wire's json or bytes) ran the
+        # solution's code in the reply or the perturbation (wire_json_binding.py, round 3)
+        for module in (wire, timing, hooks, threads):
+            self.guard.freeze(module)
         self.threads = ThreadWatch()  # which threads exist before the solution's code runs
         self.threads.arm(None, cmd["path"])  # its file now; its module's globals once imported
         # the interpreter's own veto on hook installers, whatever route the solution takes to them
         add_audit_hook(hooks.audit_veto(self.threads.is_solution_frame))
         _count_triton_launches()
-        self.fn = _load(cmd["path"], cmd.get("entry_point", "run"), cmd.get("kind", "file"))
-        module = sys.modules.get("d2k_solution")
-        self.threads.arm(getattr(module, "__dict__", None), cmd["path"])
+        # this object too, before the import: its guard, its outputs method or its fds replaced on
+        # the instance had the timer read a scaled clock and the copies fixed after the keep
+        # decision (round 3 of the 2026-12-05 red team: candidate_guard_shadow.py, ..._outputs_...)
+        self.guard.freeze(self, mutable=("last_inputs", "fn"))
+        self.fn, module = _load(cmd["path"], cmd.get("entry_point", "run"), cmd.get("kind", "file"))
+        # the module object itself, not sys.modules' entry (a decoy there hid the solution's threads)
+        self.threads.arm(module.__dict__, cmd["path"])
         self.guard.freeze(self.threads, mutable=("before",))  # which code counts as the solution's
         # no automatic collection from here on: a __del__ of the solution's garbage (or a gc
         # callback) would run inside the harness's code, outside the timed window; the harness
@@ -289,8 +316,7 @@ class Candidate:
         # the window (disable_torch_function_patch.py)
         no_torch_function = torch._C.DisableTorchFunction
 
-        from d2k.execution.timing import CudaTimer, TimerTampered, WallTimer
-
+        CudaTimer, WallTimer, TimerTampered = self.timers  # imported before the solution, not looked up now
         wire = self.wire
         self.last_inputs = None
         base = wire.unpack(cmd["inputs"], blobs, self.device)
@@ -321,6 +347,10 @@ class Candidate:
             self.guard.check()
             if any(type(k) is not str for k in pristine[i]) or any(type(k) is not str for k in sets[i]):
                 raise TimerTampered("the solution put a key of its own into the harness's input sets")
+            if any(type(t) is torch.Tensor and t.__dict__ for d in (pristine[i], sets[i]) for t in d.values()):
+                # an object hung on an input runs its __del__ when the harness lets the sets go
+                # (input_attr_del_rewrite.py rewrote the timing reply so, round 3)
+                raise TimerTampered("the solution attached attributes to the harness's input tensors")
             if seed_slot[0] != j:
                 self.reply({"op": "seed", "call": j})
                 answer, _ = wire.recv(self.cmd_fd, 0, spin_s=wire.spin_s(self.interpreter))
@@ -376,11 +406,13 @@ class Candidate:
         threads_alive.update(self.threads.check())
         if threads_alive:
             timing["threads_alive"] = sorted(threads_alive)[:5]  # started since the import, running no solution code
+        # the reply as it stands now, before the input sets are let go (what dies then may run code)
+        snapshot = json.dumps(timing, sort_keys=True)
         sets.clear()
         pristine.clear()
         if not self.interpreter:
             torch.cuda.empty_cache()
-        return {"ok": True, "timing": timing}, []
+        return {"ok": True, "timing": timing, "timing_snapshot": snapshot}, []
 
     # -- the loop ---------------------------------------------------------------------------------
     def serve(self) -> int:
@@ -411,6 +443,7 @@ class Candidate:
                 header, out = {"ok": False, "kind": kind, "reason": f"{name}: {str(exc)[:500]}",
                                "traceback": traceback.format_exc()[-2000:]}, []
             header["seconds"] = round(time.perf_counter() - t0, 4)
+            snapshot = header.pop("timing_snapshot", None)
             del blobs
             if self.guard is not None and header.get("ok", True):
                 # the last look before anything leaves: what the solution ran since the op's own
@@ -418,6 +451,8 @@ class Candidate:
                 try:
                     self.guard.check()
                     self.threads.check()
+                    if snapshot is not None and json.dumps(header.get("timing"), sort_keys=True) != snapshot:
+                        raise RuntimeError("the timing reply changed after the timing loop returned it")
                 except Exception as exc:  # noqa: BLE001 - TimerTampered, or a guard the solution broke
                     header, out = {"ok": False, "kind": "tampered", "reason": f"TimerTampered: {exc}"[:500],
                                    "seconds": header["seconds"]}, []

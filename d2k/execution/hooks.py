@@ -24,6 +24,7 @@ callable the harness itself runs): SECURITY.md, "What is not stopped".
 
 from __future__ import annotations
 
+import _signal
 import gc
 import signal
 import sys
@@ -33,7 +34,8 @@ from d2k.execution.timing import TimerTampered
 
 # what check() calls, captured before any solution is imported (the candidate's guard keeps these
 # names as they are: a solution replaced sys.getprofile with ``lambda: None``)
-_getprofile, _gettrace, _gc_enabled, _getsignal = sys.getprofile, sys.gettrace, gc.isenabled, signal.getsignal
+# (signal.getsignal is Python that calls _signal.getsignal by name: the C one is captured)
+_getprofile, _gettrace, _gc_enabled, _getsignal = sys.getprofile, sys.gettrace, gc.isenabled, _signal.getsignal
 CAPTURED = ("_getprofile", "_gettrace", "_gc_enabled", "_getsignal")
 
 # (module, name) of every function that installs code to run on the interpreter's events
@@ -68,6 +70,10 @@ def audit_veto(is_solution_frame):
     def veto(event, args):
         if event not in VETOED_EVENTS:
             return
+        if event == "sys.addaudithook":
+            # none is needed after the harness's own, whoever asks (a thread running exec'd code under
+            # another file name had no solution frame on its stack: thread_exec_audit_veto.py)
+            raise TimerTampered("sys.addaudithook is not available once the harness's own hook is in place")
         frame = getframe(1)
         while frame is not None:
             if is_solution_frame(frame):
@@ -130,8 +136,10 @@ class HookWatch:
                 if hasattr(self.monitoring, name):
                     setattr(self.monitoring, name, _refusal(f"sys.monitoring.{name}"))
                     replaced.append((self.monitoring, name))
+        # both: signal.signal is Python that calls _signal.signal by name
         signal.signal = _signal_setter(signal.signal)
-        replaced.append((signal, "signal"))
+        _signal.signal = _signal_setter(_signal.signal)
+        replaced += [(signal, "signal"), (_signal, "signal"), (_signal, "getsignal")]
         # the candidate turns automatic collection off once the solution is imported; the solution
         # may not turn it back on (quietly: a library that pairs disable and enable keeps working)
         gc.enable = _no_op

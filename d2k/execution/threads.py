@@ -22,6 +22,8 @@ import os
 import sys
 import threading
 
+_realpath = os.path.realpath  # captured before any solution (a replaced one hid the solution's threads)
+
 
 def _is_solution_frame(frame, solution_globals: dict | None, solution_file: str) -> bool:
     code = frame.f_code
@@ -30,7 +32,7 @@ def _is_solution_frame(frame, solution_globals: dict | None, solution_file: str)
     # code exec'd from a string is not refused by its name: the standard library does that too
     # (dataclasses' generated __init__, namedtuple), in any thread
     try:
-        return os.path.realpath(code.co_filename or "") == solution_file
+        return _realpath(code.co_filename or "") == solution_file
     except (OSError, ValueError):
         return False
 
@@ -47,7 +49,7 @@ class ThreadWatch:
 
     def arm(self, solution_globals: dict | None, solution_file: str) -> None:
         self.solution_scope = (solution_globals,)
-        self.solution_file = os.path.realpath(solution_file)
+        self.solution_file = _realpath(solution_file)
 
     def is_solution_frame(self, frame) -> bool:
         return _is_solution_frame(frame, self.solution_scope[0], self.solution_file)

@@ -53,6 +53,7 @@ _is_class = type.__instancecheck__.__get__(type)  # isinstance(x, type), as a C 
 _class_dict = type.__dict__["__dict__"].__get__   # a class's own namespace (a mappingproxy)
 _class_mro = type.__dict__["__mro__"].__get__
 _MISSING = object()
+_function_modes, _dispatch_modes = torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack
 
 
 def _stored(owner, attr: str, namespace):
@@ -106,7 +107,7 @@ class TimerGuard:
         """Also check that ``obj``'s own attributes (all but ``mutable``) stay the objects they are
         now and that none is added: an instance attribute shadows a class's method, so the class
         check alone missed ``timer.flush_l2 = lambda: None`` (or a one-byte ``timer.flush``)."""
-        self.frozen.append((obj, mutable, _attributes(obj, mutable)))
+        self.frozen.append((obj, mutable, _attributes(obj, mutable), _type(obj)))
 
     def thaw(self, obj) -> None:
         self.frozen = [f for f in self.frozen if f[0] is not obj]
@@ -122,7 +123,9 @@ class TimerGuard:
 
     def check(self) -> None:
         # the frozen objects first: the guard's own table of originals is one of them
-        for obj, mutable, attrs in self.frozen:
+        for obj, mutable, attrs, kind in self.frozen:
+            if _type(obj) is not kind:  # a class of the solution's could shadow an attribute with a property
+                raise TimerTampered(f"the solution changed the type of the {kind.__name__}")
             now = _attributes(obj, mutable)
             changed = sorted(k for k in now.keys() | attrs.keys()
                              if k not in now or k not in attrs or not _same(now[k], attrs[k]))
@@ -137,7 +140,7 @@ class TimerGuard:
                 raise TimerTampered(f"the solution replaced {label}")
         # a torch function or dispatch mode left active would see (and could rewrite) every tensor
         # operation of the harness that follows, the copies of kept outputs included
-        if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
+        if _function_modes() or _dispatch_modes():
             raise TimerTampered("the solution left a torch function or dispatch mode active")
         if self.hooks is not None:
             self.hooks.check()

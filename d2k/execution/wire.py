@@ -47,7 +47,8 @@ _BYTE_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 # what perturb calls: C types' functions (immutable: no Python code can replace them), captured
 # before a solution is imported (the candidate's guard keeps these names as they are)
 _TENSOR, _TORCH = torch._C.TensorBase, torch._C._VariableFunctions
-_DEFAULT_RNG, _ARANGE = np.random.default_rng, np.arange
+# (numpy's default_rng looks PCG64 up by name at run time: the classes themselves are captured)
+_GENERATOR, _PCG64, _ARANGE = np.random.Generator, np.random.PCG64, np.arange
 
 
 class WireError(Exception):
@@ -316,7 +317,7 @@ def perturb(tensors: dict, names: list[str], seed: int, call: int) -> None:
         rows = numel // max(cols, 1)
         if cols < 2 or rows < 1:
             continue
-        rng = _DEFAULT_RNG([seed, call, index])
+        rng = _GENERATOR(_PCG64([seed, call, index]))  # what default_rng([...]) builds
         k = min(rows, max(1, -(-numel // 4096)))
         # k distinct rows, evenly spaced from a random start and wrapping around: every row is
         # equally likely to be touched
