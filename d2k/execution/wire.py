@@ -298,7 +298,7 @@ def perturb(tensors: dict, names: list[str], seed: int, call: int) -> None:
 
     The rotation (by one random amount per tensor) changes nearly every element. With swaps alone
     (a few elements per row) a solution could diff its inputs against the previous call's and
-    patch its cached output: for a GEMM each swapped pair is a rank-1 update, about K/2 times
+    patch its cached output: for a GEMM each swapped pair is a rank-1 update, in all about K/4 times
     cheaper than the product (``test_perturb.py`` prices that attack). The swaps keep the values
     from ever repeating: a rotation alone can come back to one seen before. Their rows are evenly
     spaced from a random start (distinct, drawn in O(k)); the amounts and pairs come from
