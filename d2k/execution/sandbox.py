@@ -14,9 +14,10 @@ Layers, each applied where the machine allows it and recorded in the run's metad
   only null, zero, random, urandom and the GPU's nodes: no disk to read raw), whose kernel settings
   (``/proc/sys``, sysrq) are bound read-only again and whose kernel views (kcore, keys, timers)
   are masked: a capless uid 0 could otherwise set the host's ``core_pattern``. On top of that the
-  content tree (tasks, rubrics, gold labels, workloads, analysis), the store, the run folder and
-  the home directory are covered by empty read-only tmpfs mounts (a Python installed in the home
-  folder is bound back at its own path); the Python installation and d2k stay
+  content tree (tasks, rubrics, gold labels, workloads, analysis), the store, the run folder, the
+  home directory, each checkout and every top-level folder but the system's are covered by empty
+  read-only tmpfs mounts (the Python and d2k, where they lie inside one, are bound back at their
+  own paths); the Python installation and d2k stay
   visible, read-only like everything else (with the mounts under them: the driver's libraries may
   be a mount inside ``/usr``). A candidate that keeps uid 0 (its capabilities dropped) still owns
   every root-owned file, so only this stops it writing them; where it cannot be applied the init
@@ -428,8 +429,9 @@ def _protect_proc() -> None:
 
 
 def _hide_folder(path: str, keep: list[str]) -> None:
-    """An empty folder over ``path``; the folders of ``keep`` under it (the running Python, when it
-    is installed in the home folder) are bound back read-only at their own paths."""
+    """An empty folder over ``path``; the folders of ``keep`` under it (the running Python or d2k,
+    when they lie in a hidden home, checkout or top-level folder) are bound back read-only at
+    their own paths."""
     if not keep:
         _mount("-t", "tmpfs", "-o", "ro,size=4k,mode=000", "tmpfs", path)
         return
