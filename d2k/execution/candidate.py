@@ -168,7 +168,8 @@ class Candidate:
                              (builtins, BUILTINS), (gc, ("enable", "disable", "collect")),
                              (torch._C, ("DisableTorchFunction",)), (array, ("array",)),
                              (Candidate, ("outputs", "time", "call", "reply", "serve")),
-                             (ThreadWatch, ("check", "refuse_solution_caller")), (threads, ("_is_solution_frame",)),
+                             (ThreadWatch, ("check", "refuse_solution_caller", "solution_frame")),
+                             (threads, ("_is_solution_frame",)),
                              (sys, ("_current_frames",)),
                              # what the replies and commands are encoded, decoded and written with: a
                              # patched json.dumps could rewrite the timing on its way out, a patched
@@ -190,7 +191,7 @@ class Candidate:
                                              "copy_", "zero_", "sum", "__torch_function__", "is_contiguous",
                                              "untyped_storage", "numel", "data_ptr", "device", "dtype", "shape",
                                              "element_size", "dim", "size", "stride", "__dict__")),
-                             (os, ("fstat", "getppid"))):
+                             (os, ("fstat",))):
             for attr in attrs:
                 self.guard.protect(f"{getattr(owner, '__name__', owner)}.{attr}", owner, attr)
         # the guard's own captured primitives and its table of originals, as they are now
@@ -202,7 +203,7 @@ class Candidate:
         self.threads = ThreadWatch()  # which threads exist before the solution's code runs
         self.threads.arm(None, cmd["path"])  # its file now; its module's globals once imported
         # the interpreter's own veto on hook installers, whatever route the solution takes to them
-        add_audit_hook(hooks.audit_veto(self.threads.is_solution_frame))
+        add_audit_hook(hooks.audit_veto(self.threads.solution_frame))
         _count_triton_launches()
         # this object too, before the import: its guard, its outputs method or its fds replaced on
         # the instance had the timer read a scaled clock and the copies fixed after the keep

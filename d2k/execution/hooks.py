@@ -48,10 +48,14 @@ MONITORING_INSTALLERS = ("use_tool_id", "register_callback", "set_events", "set_
 MONITORING_TOOLS = range(6)
 
 
+def _not_available(name: str) -> TimerTampered:
+    return TimerTampered(f"{name} is not available to a solution: code that runs on the interpreter's events "
+                         "runs inside the harness's timing loop")
+
+
 def _refusal(name: str):
     def refuse(*args, **kwargs):
-        raise TimerTampered(f"{name} is not available to a solution: code that runs on the interpreter's events "
-                            "runs inside the harness's timing loop")
+        raise _not_available(name)
     refuse.__name__ = refuse.__qualname__ = name.rsplit(".", 1)[-1]
     return refuse
 
@@ -59,12 +63,13 @@ def _refusal(name: str):
 VETOED_EVENTS = ("sys.addaudithook", "sys.setprofile", "sys.settrace")
 
 
-def audit_veto(is_solution_frame):
+def audit_veto(solution_frame):
     """An audit hook that refuses the events installing hooks while the solution's code is on the
-    stack (``is_solution_frame(frame)``). The interpreter raises them however the hook is installed:
-    ``_lsprof.Profiler.enable`` and an original ``sys.setprofile`` rebuilt with ``_imp`` went past
-    the replaced functions (lsprof_timer_work_in_before.py, imp_restore_audit.py); an audit hook
-    cannot be removed, and one raising on ``sys.addaudithook`` keeps any other from being added."""
+    stack (``solution_frame(frame)``: its first frame from there up, or None). The interpreter
+    raises them however the hook is installed: ``_lsprof.Profiler.enable`` and an original
+    ``sys.setprofile`` rebuilt with ``_imp`` went past the replaced functions
+    (lsprof_timer_work_in_before.py, imp_restore_audit.py); an audit hook cannot be removed, and
+    one raising on ``sys.addaudithook`` keeps any other from being added."""
     getframe = sys._getframe
 
     def veto(event, args):
@@ -74,12 +79,8 @@ def audit_veto(is_solution_frame):
             # none is needed after the harness's own, whoever asks (a thread running exec'd code under
             # another file name had no solution frame on its stack: thread_exec_audit_veto.py)
             raise TimerTampered("sys.addaudithook is not available once the harness's own hook is in place")
-        frame = getframe(1)
-        while frame is not None:
-            if is_solution_frame(frame):
-                raise TimerTampered(f"{event} is not available to a solution: code that runs on the "
-                                    "interpreter's events runs inside the harness's timing loop")
-            frame = frame.f_back
+        if solution_frame(getframe(1)) is not None:
+            raise _not_available(event)
     return veto
 
 

@@ -330,6 +330,25 @@ def _bind_read_only(target: str, read_only: bool) -> None:
                            else f"cannot make the candidate's own folder {target} writable")
 
 
+def _open_folders(paths: list[str]) -> list[int]:
+    """Inheritable fds of ``paths``, opened before the mounts that would cover them."""
+    fds = []
+    for source in paths:
+        fd = os.open(source, os.O_RDONLY | os.O_DIRECTORY)
+        os.set_inheritable(fd, True)
+        fds.append(fd)
+    return fds
+
+
+def _bind_fd(fd: int, target: str, recursive: bool) -> None:
+    """Bind the folder open at ``fd`` onto ``target`` and close the fd. --no-canonicalize: the kernel
+    follows the fd itself; mount(8) would turn it back into its path name, which under a new /tmp
+    or an empty folder names something else (or nothing)."""
+    subprocess.run(["mount", "--no-canonicalize", "--rbind" if recursive else "--bind", f"/proc/self/fd/{fd}", target],
+                   check=True, capture_output=True, pass_fds=(fd,))
+    os.close(fd)
+
+
 def _inside_mounts(config: dict) -> None:
     inside = config["inside"]
     # the private folder may itself lie under /tmp: hold it open while /tmp is replaced
@@ -342,11 +361,7 @@ def _inside_mounts(config: dict) -> None:
                if _under(path, ("/tmp",)) and os.path.isdir(path)]
     # one under another comes along with it
     carried = [path for path in carried if not any(_under(path, (other,)) for other in carried if other != path)]
-    fds = []
-    for source in [source for source, _ in binds] + carried:
-        fd = os.open(source, os.O_RDONLY | os.O_DIRECTORY)
-        os.set_inheritable(fd, True)
-        fds.append(fd)
+    fds = _open_folders([source for source, _ in binds] + carried)
     # everything read-only first: the mounts made below (the private /tmp and /dev/shm) are new and writable
     _read_only_everywhere()
     _mount("-t", "tmpfs", "-o", "mode=1777,size=8g", "tmpfs", "/tmp")
@@ -354,13 +369,8 @@ def _inside_mounts(config: dict) -> None:
     for k, (fd, target) in enumerate(zip(fds, targets)):
         if not os.path.isdir(target):
             os.makedirs(target)
-        # --no-canonicalize: the kernel follows the fd itself; mount(8) would turn it back into its path
-        # name, which in the new /tmp names something else (or nothing)
         # a carried folder keeps the mounts under it (--rbind; each copy keeps its read-only flag)
-        subprocess.run(["mount", "--no-canonicalize", "--rbind" if k >= len(binds) else "--bind",
-                        f"/proc/self/fd/{fd}", target],
-                       check=True, capture_output=True, pass_fds=(fd,))
-        os.close(fd)
+        _bind_fd(fd, target, recursive=k >= len(binds))
         _bind_read_only(target, read_only=k >= len(binds))
     # The read-only paths outside /tmp need nothing more: every mount already is. (They used to be
     # bound onto themselves; a non-recursive bind of a prefix such as /usr covered the mounts under
@@ -435,17 +445,11 @@ def _hide_folder(path: str, keep: list[str]) -> None:
     if not keep:
         _mount("-t", "tmpfs", "-o", "ro,size=4k,mode=000", "tmpfs", path)
         return
-    fds = []
-    for source in keep:
-        fd = os.open(source, os.O_RDONLY | os.O_DIRECTORY)
-        os.set_inheritable(fd, True)
-        fds.append(fd)
+    fds = _open_folders(keep)
     _mount("-t", "tmpfs", "-o", "size=64k,mode=755", "tmpfs", path)
     for fd, target in zip(fds, keep):
         os.makedirs(target, exist_ok=True)
-        subprocess.run(["mount", "--no-canonicalize", "--rbind", f"/proc/self/fd/{fd}", target],
-                       check=True, capture_output=True, pass_fds=(fd,))
-        os.close(fd)
+        _bind_fd(fd, target, recursive=True)
         _bind_read_only(target, read_only=True)
     _mount("-o", "remount,ro", path)
 

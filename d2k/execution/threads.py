@@ -51,18 +51,22 @@ class ThreadWatch:
         self.solution_scope = (solution_globals,)
         self.solution_file = _realpath(solution_file)
 
-    def is_solution_frame(self, frame) -> bool:
-        return _is_solution_frame(frame, self.solution_scope[0], self.solution_file)
+    def solution_frame(self, frame):
+        """The first frame of the solution's code on the stack from ``frame`` up, or None."""
+        while frame is not None:
+            if _is_solution_frame(frame, self.solution_scope[0], self.solution_file):
+                return frame
+            frame = frame.f_back
+        return None
 
     def refuse_solution_caller(self, frame) -> None:
         """Raise ``TimerTampered`` if the solution's code is on this thread's stack from ``frame`` up."""
         from d2k.execution.timing import TimerTampered
 
-        while frame is not None:
-            if _is_solution_frame(frame, self.solution_scope[0], self.solution_file):
-                raise TimerTampered(f"the solution's code ({frame.f_code.co_name}, line {frame.f_lineno}) sent one "
-                                    "of the harness's messages: only the harness speaks for the candidate")
-            frame = frame.f_back
+        found = self.solution_frame(frame)
+        if found is not None:
+            raise TimerTampered(f"the solution's code ({found.f_code.co_name}, line {found.f_lineno}) sent one "
+                                "of the harness's messages: only the harness speaks for the candidate")
 
     def check(self) -> list[str]:
         """Raise ``TimerTampered`` if a new thread runs the solution's code; otherwise return a
@@ -73,14 +77,15 @@ class ThreadWatch:
         for ident, frame in sys._current_frames().items():
             if ident == self.main or ident in self.before:
                 continue
+            found = self.solution_frame(frame)
+            if found is not None:
+                raise TimerTampered(
+                    f"a thread the solution started was running its code ({found.f_code.co_name}, line "
+                    f"{found.f_lineno}) outside its calls: results must be complete when run returns, "
+                    "and the timing loop's objects are reachable from such a thread")
             stack = []
-            while frame is not None:
-                if _is_solution_frame(frame, self.solution_scope[0], self.solution_file):
-                    raise TimerTampered(
-                        f"a thread the solution started was running its code ({frame.f_code.co_name}, line "
-                        f"{frame.f_lineno}) outside its calls: results must be complete when run returns, "
-                        "and the timing loop's objects are reachable from such a thread")
+            while frame is not None and len(stack) < 4:
                 stack.append(frame.f_code.co_name)
                 frame = frame.f_back
-            others.append(" < ".join(stack[:4]))
+            others.append(" < ".join(stack))
         return others[:5]

@@ -356,7 +356,7 @@ class CudaTimer:
 
         try:
             profile = profile_streams(probed, g)
-        except Exception as exc:  # the profiler is a check, not a requirement; the solution's call is
+        except Exception as exc:  # the profiler is a check, not a requirement; the solution's error is not
             if "raised" in outcome:
                 raise outcome["raised"] from None
             profile = {"available": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
