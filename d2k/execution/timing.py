@@ -214,6 +214,27 @@ def device_spans(prof, reps: int, first: int = 0) -> dict:
     return spans_from_events(trace_events(prof), reps, first)
 
 
+def lead_gap_us(head: dict, by_stream: dict, launch_ts: dict) -> float | None:
+    """The device's idle time before a call's first kernel ``head``, on its stream, after the work
+    queued ahead of it (the harness's hold) ended; None where ``head`` was launched only after that
+    work had ended (the gap is then the host's, not the device's).
+
+    CUPTI's kernel times leave out what the device spends starting a kernel that was already
+    queued; Nsight Compute's ``gpu__time_duration`` counts it (about 1 us on the H200, the
+    2026-12-03 timing study). The gap is recorded beside the span so the two can be set side by side;
+    it is not added to the figure."""
+    start = float(head["ts"])
+    work = by_stream.get(head.get("args", {}).get("stream"), [])
+    k = bisect.bisect_left(work, (start, float("-inf"))) - 1
+    launched = launch_ts.get(head.get("args", {}).get("correlation"))
+    if k < 0 or launched is None:
+        return None
+    ended = work[k][1]
+    if ended > start or launched >= ended:
+        return None
+    return round(start - ended, 3)
+
+
 def spans_from_events(events: list[dict], reps: int, first: int = 0) -> dict:
     """``device_spans`` on a profile's trace events. Each of the calls ``first .. first+reps-1`` has at most
     one ``d2k_call_j`` range: the harness opens one around each timed call, so a second range by
@@ -255,14 +276,24 @@ def spans_from_events(events: list[dict], reps: int, first: int = 0) -> dict:
         if k < 0 or ts > ranges[k][1]:
             continue
         per_call.setdefault(ranges[k][2], []).append(e)
-    span, busy, count, names = [], [], [], set()
+    # each stream's device work in start order, for the lead gaps below
+    by_stream: dict = {}
+    for e in events:
+        if e.get("cat") in DEVICE_CATEGORIES:
+            by_stream.setdefault(e.get("args", {}).get("stream"), []).append(
+                (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))))
+    for work in by_stream.values():
+        work.sort()
+    span, busy, count, names, lead = [], [], [], set(), []
     for j in range(first, first + reps):
         work = per_call.get(j, [])
         if not work:
             span.append(0.0)
             busy.append(0.0)
             count.append(0)
+            lead.append(None)
             continue
+        lead.append(lead_gap_us(min(work, key=lambda e: float(e["ts"])), by_stream, launch_ts))
         first = min(float(e["ts"]) for e in work)
         last = max(float(e["ts"]) + float(e.get("dur", 0)) for e in work)
         span.append((last - first) / 1e3)
@@ -272,7 +303,7 @@ def spans_from_events(events: list[dict], reps: int, first: int = 0) -> dict:
         if j < first + 3:
             names.update(str(e.get("name", ""))[:120] for e in kernels)
     return {"span_samples_ms": span, "kernel_sum_ms": busy, "kernels_per_call": count,
-            "span_kernel_names": sorted(names)[:64],
+            "span_lead_gap_us": lead, "span_kernel_names": sorted(names)[:64],
             "calls_without_device_work": sum(1 for c in per_call.values() if not c) + (reps - len(per_call))}
 
 

@@ -281,7 +281,8 @@ class CandidateProcess:
         shutil.rmtree(self.private, ignore_errors=True)
 
 
-SPAN_KEYS = ("span_samples_ms", "kernel_sum_ms", "kernels_per_call", "span_kernel_names", "calls_without_device_work")
+SPAN_KEYS = ("span_samples_ms", "kernel_sum_ms", "kernels_per_call", "span_kernel_names", "calls_without_device_work",
+             "span_lead_gap_us")
 
 
 def malformed_timing(timing: dict, settings: dict | None = None) -> str | None:
@@ -303,6 +304,10 @@ def malformed_timing(timing: dict, settings: dict | None = None) -> str | None:
         if not isinstance(values, list) or not all(
                 type(v) in (int, float) and math.isfinite(v) for v in values):
             return f"the timing reported a malformed {key}: the timing loop was replaced"
+    gaps = timing.get("span_lead_gap_us")
+    if gaps is not None and (not isinstance(gaps, list) or not all(
+            v is None or (type(v) in (int, float) and math.isfinite(v)) for v in gaps)):
+        return "the timing reported a malformed span_lead_gap_us: the timing loop was replaced"
     if type(timing.get("triton_launches", 0)) is not int:
         return "the timing reported a malformed triton_launches: the timing loop was replaced"
     return None

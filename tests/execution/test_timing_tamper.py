@@ -126,6 +126,16 @@ def test_the_span_parser_attributes_each_calls_kernels_to_its_range():
     assert spans["kernels_per_call"] == [2, 1]
 
 
+def test_the_lead_gap_is_the_devices_idle_time_before_a_queued_call_only():
+    # call 0's kernel was queued (launched at 2) behind the hold (launched before the range, ending
+    # at 18) and started at 20: 2 us of the device's own start-up. Call 1's was launched at 102,
+    # after everything before it had ended: that gap is the host's, and none is recorded.
+    events = _trace([("d2k_call_0", 0, 10), ("d2k_call_1", 100, 10)], [(-5, 10, 8), (2, 20, 5), (4, 30, 5), (102, 120, 7)])
+    spans = spans_from_events(events, 2)
+    assert spans["span_samples_ms"] == [0.015, 0.007]
+    assert spans["span_lead_gap_us"] == [2.0, None]
+
+
 @pytest.mark.parametrize("ranges", [
     [("d2k_call_0", 0, 10), ("d2k_call_0", 1, 5), ("d2k_call_1", 100, 10)],   # a second range for call 0
     [("d2k_call_0", 0, 10), ("d2k_call_1", 100, 10), ("d2k_call_7", 101, 3)],  # a call that was not timed
