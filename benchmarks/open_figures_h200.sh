@@ -42,7 +42,9 @@ for part in ${PARTS:-trust fla}; do
             --tasks rmsnorm,silu_and_mul --solution expert > "$OUT/bench_span.log" 2>&1
           for db in /tmp/trust.duckdb /tmp/trust_span.duckdb; do D2K_DB=$db python3 -m d2k sql \
             "SELECT workload_id, status, median_ms, event_median_ms, span_median_ms, flags FROM v_evaluations ORDER BY 1" \
-            --format json > "$OUT/$(basename $db .duckdb).json"; done' ;;
+            --format json > "$OUT/$(basename $db .duckdb).json"; done
+          D2K_DB=/tmp/trust_span.duckdb python3 -m d2k sql "SELECT workload_id, timing FROM evaluations ORDER BY 1" \
+            --format json > "$OUT/trust_span_timing.json"' ;;
     ship) $P ship bash -c 'export D2K_DB=/tmp/ship.duckdb; source benchmarks/gpu_env.sh
           python3 -m pip install -q --no-index --find-links .whl pytest
           timeout 100 python3 -m pytest -q -m gpu -p no:cacheprovider tests/execution/test_fp8_gluon_gpu.py \
