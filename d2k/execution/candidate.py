@@ -17,7 +17,6 @@ call's outputs for checking, so which calls are checked is not known when they r
 
 from __future__ import annotations
 
-import array
 import builtins
 import gc
 import importlib.util
@@ -166,7 +165,7 @@ class Candidate:
                                      "_write_all", "_read_exact", "wait_readable",
                                      "_TENSOR", "_TORCH", "_GENERATOR", "_PCG64", "_ARANGE", "_BYTE_VIEW")),
                              (builtins, BUILTINS), (gc, ("enable", "disable", "collect")),
-                             (torch._C, ("DisableTorchFunction",)), (array, ("array",)),
+                             (torch._C, ("DisableTorchFunction",)),
                              (Candidate, ("outputs", "time", "call", "reply", "serve")),
                              (ThreadWatch, ("check", "refuse_solution_caller", "solution_frame")),
                              (threads, ("_is_solution_frame",)),
@@ -324,12 +323,8 @@ class Candidate:
         mutated = cmd.get("mutated", [])
         returned = cmd.get("returned", [])
         n_sets = int(cmd["n_sets"])
-        # each timed call's perturbation seed arrives just before that call (call 0's on request, the
-        # others in the decision after the call before): none is known while warm-up or an earlier
-        # call runs, so no output can be computed ahead of its call
-        # (call, seed) of the next call, in an array of machine integers: reading it runs no code (a
-        # dict of seeds ran the __eq__ of keys a solution put into it: seeds_key_eq.py)
-        seed_slot = array.array("q", [-1, 0])
+        # each timed call's perturbation seed arrives just before that call, on request: none is
+        # known while warm-up or an earlier call runs, so no output can be computed ahead of its call
         names = list(cmd["perturb"])
         # each set's pristine values: perturbed before each timed call, copied into the working
         # tensors of inputs the op writes
@@ -352,13 +347,11 @@ class Candidate:
                 # an object hung on an input runs its __del__ when the harness lets the sets go
                 # (input_attr_del_rewrite.py rewrote the timing reply so, round 3)
                 raise TimerTampered("the solution attached attributes to the harness's input tensors")
-            if seed_slot[0] != j:
-                self.reply({"op": "seed", "call": j})
-                answer, _ = wire.recv(self.cmd_fd, 0, spin_s=wire.spin_s(self.interpreter))
-                seed_slot[0], seed_slot[1] = j, int(answer["seed"])
-            seed = seed_slot[1]
-            seed_slot[0] = -1
-            wire.perturb(pristine[i], names, seed, j)
+            self.reply({"op": "seed", "call": j})
+            answer, _ = wire.recv(self.cmd_fd, 0, spin_s=wire.spin_s(self.interpreter))
+            # a plain int, held in this frame only (a dict of seeds ran the __eq__ of keys a solution
+            # put into it: seeds_key_eq.py)
+            wire.perturb(pristine[i], names, int(answer["seed"]), j)
             restore(i)
 
         def call(i):
@@ -387,7 +380,6 @@ class Candidate:
             self.reply({"op": "issued", "call": j})
             # on the GPU, wait hot: the next call must be issued as fast as the warm-up measured
             decision, _ = wire.recv(self.cmd_fd, 0, spin_s=wire.spin_s(self.interpreter))
-            seed_slot[0], seed_slot[1] = j + 1, int(decision["next_seed"])
             if decision.get("keep"):
                 # a kept call's outputs leave the process now, before any more of the solution's code
                 # runs: a copy held here until the end could be overwritten by a later call with the
@@ -395,6 +387,13 @@ class Candidate:
                 metas, blobs_j, facts = self.outputs(copies, written, returned, mutated)
                 self.reply({"op": "kept", "call": j, "outputs": metas, "facts": facts}, blobs_j)
                 del blobs_j
+            del copies, written, result
+            # Automatic collection is off (a __del__ would run inside the harness's code), so garbage
+            # in cycles, the solution's or a library's, would pile up over the whole loop: collected
+            # here, where a __del__ it runs can do no harm to the figures. This call's kept outputs
+            # have left the process (nothing it writes now is checked), and the next call's seed is
+            # not known yet (before() asks for it), so nothing can be computed ahead of that call.
+            gc.collect(1)
 
         settings = cmd.get("settings", {})
         timer = WallTimer(self.guard, settings) if self.interpreter else CudaTimer("cuda", self.guard, settings)

@@ -74,18 +74,27 @@ class ThreadWatch:
         from d2k.execution.timing import TimerTampered
 
         others = []
-        for ident, frame in sys._current_frames().items():
-            if ident == self.main or ident in self.before:
-                continue
-            found = self.solution_frame(frame)
-            if found is not None:
-                raise TimerTampered(
-                    f"a thread the solution started was running its code ({found.f_code.co_name}, line "
-                    f"{found.f_lineno}) outside its calls: results must be complete when run returns, "
-                    "and the timing loop's objects are reachable from such a thread")
-            stack = []
-            while frame is not None and len(stack) < 4:
-                stack.append(frame.f_code.co_name)
-                frame = frame.f_back
-            others.append(" < ".join(stack))
+        # The main thread's entry is this very frame: held in a local, it would make a cycle (the
+        # frame refers to itself) that keeps this frame, its caller's and their locals (a timed
+        # call's outputs and copies) alive until a collection, and automatic collection is off in a
+        # candidate (hooks.py). On the H200 that kept two outputs per timed call and ran
+        # silu_and_mul's largest workload out of memory (2026-12-05). So the main thread's frame is
+        # never bound, and no frame outlives the loop.
+        frames = {ident: frame for ident, frame in sys._current_frames().items()
+                  if ident != self.main and ident not in self.before}
+        try:
+            for frame in frames.values():
+                found = self.solution_frame(frame)
+                if found is not None:
+                    raise TimerTampered(
+                        f"a thread the solution started was running its code ({found.f_code.co_name}, line "
+                        f"{found.f_lineno}) outside its calls: results must be complete when run returns, "
+                        "and the timing loop's objects are reachable from such a thread")
+                stack = []
+                while frame is not None and len(stack) < 4:
+                    stack.append(frame.f_code.co_name)
+                    frame = frame.f_back
+                others.append(" < ".join(stack))
+        finally:
+            frames = frame = found = None
         return others[:5]

@@ -530,8 +530,8 @@ class Checker:
         # under the interpreter two sets and four calls suffice: calls 2 and 3 reuse a set
         n_sets = 2 if self.interpreter else int(min(8, max(2, float(settings.get("rotate_bytes", 2e9)) // set_bytes)))
         names = self.wire.perturbable(base, self.fixed)
-        # call j's perturbation seed, drawn here and sent just before call j (see candidate.time)
-        seeds = [self.rng.getrandbits(62)]
+        # call j's perturbation seed, drawn when call j asks for it, just before it runs (see candidate.time)
+        seeds: list[int] = []
         metas, blobs = self.wire.pack(base)
         started = time.perf_counter()
         self.candidate.send({"op": "time", "inputs": metas, "returned": self.returned, "mutated": self.mutated,
@@ -547,23 +547,23 @@ class Checker:
             # answer each "issued" at once: the candidate waits for the decision between timed calls
             reply, out = self.candidate.receive(limit=limit, spin_s=self.wire.spin_s(self.interpreter))
             if reply.get("op") == "seed":
-                # only the next call's seed, and only the first call asks (the others come with decisions)
-                if reply.get("call") != seen or seen != 0:
-                    raise CheckFailed(f"the timing asked for call {reply.get('call')}'s perturbation before call "
-                                      f"{seen}: the timing loop was replaced")
-                self.candidate.send({"seed": seeds[0]})
+                # only the next call's seed, once, after the call before it was decided
+                if reply.get("call") != seen or len(seeds) != seen:
+                    raise CheckFailed(f"the timing asked for call {reply.get('call')}'s perturbation where call "
+                                      f"{seen}'s was next: the timing loop was replaced")
+                seeds.append(self.rng.getrandbits(62))
+                self.candidate.send({"seed": seeds[seen]})
                 continue
             if reply.get("op") == "issued":
                 j = int(reply.get("call", -1))
-                if j != seen:
-                    raise CheckFailed(f"the timing announced call {j} where call {seen} was next: the timing loop "
-                                      "was replaced")
+                if j != seen or len(seeds) != seen + 1:
+                    raise CheckFailed(f"the timing announced call {j} where call {seen} was next, or a call "
+                                      "that never asked for its perturbation: the timing loop was replaced")
                 seen += 1
-                seeds.append(self.rng.getrandbits(62))
                 # (a reference's outputs are not compared: nothing of its is kept)
                 keep, dropped = sample.decide(j) if not self.is_reference else (False, None)
                 kept.pop(dropped, None)
-                self.candidate.send({"keep": keep, "next_seed": seeds[seen]})
+                self.candidate.send({"keep": keep})
                 if keep:
                     reply, out = self.candidate.receive(limit=limit, spin_s=self.wire.spin_s(self.interpreter))
                     if reply.get("op") != "kept":

@@ -89,7 +89,8 @@ class TableWriter:
             with open(self.path, "a") as fh:
                 fh.write(json.dumps({"file": self.name_of.get(r["solution_id"]), "status": r["status"],
                                      "reason": (r["reason"] or "")[:200], "kernel_less": r.get("kernel_less"),
-                                     "timing_method": r.get("timing_method"), "seconds": r.get("seconds")}) + "\n")
+                                     "timing_method": r.get("timing_method"), "median_ms": r.get("median_ms"),
+                                     "seconds": r.get("seconds")}) + "\n")
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}-{p.stem}" for p in FILES])
@@ -114,5 +115,5 @@ def test_each_span_attack_gets_its_status_in_span_mode(span_records, path):
     record = span_records[f"{path.parent.name}/{path.name}"]
     assert record["status"] in expect.split("|"), f"{path.name}: {record['status']}: {record['reason']}"
     reason = _spec_line(path, "reason_span")
-    if reason:
-        assert reason in (record["reason"] or ""), record["reason"]
+    if reason:  # alternatives separated by |
+        assert any(r in (record["reason"] or "") for r in reason.split("|")), record["reason"]

@@ -95,6 +95,34 @@ def test_a_library_thread_is_listed_not_failed(tmp_path):
         thread.join()
 
 
+def test_the_thread_check_leaves_no_frame_cycle_behind():
+    # Automatic collection is off in a candidate: a frame the check kept in a local (the main
+    # thread's entry of sys._current_frames() is the check's own frame) formed a cycle that held
+    # its caller's locals, a timed call's outputs among them, until a collection. On the H200 two
+    # outputs per timed call piled up and silu_and_mul's largest workload ran out of memory.
+    import gc
+    import weakref
+
+    class Output:
+        pass
+
+    watch = ThreadWatch()
+
+    def after_a_call():
+        output = Output()
+        watch.check()
+        return weakref.ref(output)
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gone = after_a_call()
+        assert gone() is None, "the check kept its caller's locals alive"
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def test_threads_alive_before_the_import_are_not_the_solutions(tmp_path):
     stop = threading.Event()
     module, path = _solution_module(tmp_path)

@@ -4,6 +4,9 @@ computed from inputs it stashed (only kept calls ever get computed; the last tim
 honestly, since no later call could fix it). Before kept outputs left the process at once, this
 passed: every checked output was right.
 expect: failed
+expect_gpu: passed
+(On the GPU it finds no interpreter loop, WallTimer.measure with its samples, in its frames and computes
+every call honestly: H200, 2026-12-05. It tests the interpreter's path only.)
 reason: results must be right on every call
 """
 import sys

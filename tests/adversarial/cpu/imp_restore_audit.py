@@ -9,6 +9,9 @@ in after()'s frame and computes the right result into it, outside the window.
 Passed before 2026-12-05's second round at about 5x under the honest time (CPU); the harness's
 audit hook now keeps any later one from being added, so its timed calls return empty tensors.
 expect: failed
+expect_gpu: passed
+(On the GPU its timed-call test, a caller called from `measure`, never holds (the CUDA timer's
+`one` calls it), so it computes every call honestly: H200, 2026-12-05. It tests the interpreter's path only.)
 reason: timed call
 """
 import _imp

@@ -10,6 +10,9 @@ Passed before 2026-12-05's second round at about 6x under the honest time (CPU);
 the harness's, installed before the import, now refuses sys.setprofile events (however raised)
 while the solution's code is on the stack.
 expect: failed
+expect_gpu: failed|error
+(On the H200's Python 3.12 `_lsprof` goes through sys.monitoring, and `Profiler.enable` raised
+"ValueError: Another profiling tool is already active" at its first call: an error, no figure. 2026-12-05.)
 reason: is not available to a solution
 """
 import _lsprof

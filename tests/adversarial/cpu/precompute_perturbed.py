@@ -5,6 +5,9 @@ does no work. Every checked call was right and this passed (CPU interpreter, 202
 a seed the candidate cannot know in advance stops it: each timed call's perturbation seed now
 arrives just before that call.
 expect: failed
+expect_gpu: passed
+(On the GPU it finds no interpreter loop in its frames and computes every call honestly: H200,
+2026-12-05. It tests the interpreter's path only.)
 reason: outside tolerance
 """
 import sys

@@ -11,6 +11,9 @@ and computes the right result into that copy. Timed calls return an uninitialise
 Passed on cc9058f (round 3 of the 2026-12-05 red team, held out: nothing was tuned on it before);
 sys.addaudithook is now vetoed whatever the stack, so its timed calls return empty tensors.
 expect: failed
+expect_gpu: passed
+(On the GPU its timed-call test, a caller called from `measure`, never holds (the CUDA timer's
+`one` calls it), so it computes every call honestly: H200, 2026-12-05. It tests the interpreter's path only.)
 reason: timed call
 """
 import _imp

@@ -7,7 +7,9 @@ event does not move (the span stays the honest figure).
 expect: timing_suspect
 reason: under half
 expect_span: timing_suspect
-reason_span: longer than the event window
+reason_span: longer than the event window|under half
+(In span mode its forty eager passes can make the profiler slow the call; it is then timed
+without the profiler, and the probe check catches the emptied window: H200, 2026-12-05.)
 """
 import sys
 
