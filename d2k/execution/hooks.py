@@ -60,6 +60,15 @@ def _refusal(name: str):
     return refuse
 
 
+def addaudithook(hook) -> None:
+    """``sys.addaudithook`` in a candidate: the hook is not added, quietly. Libraries add audit hooks
+    at import (filelock does, and torch.compile, fla-core and gemlite import it): a refusal that
+    failed the evaluation failed all three on the H200 (2026-12-05). Nothing is installed either
+    way, so no code of the solution's runs on the interpreter's audit events; the harness's own
+    hook (``audit_veto``) keeps the original, reached another way, from adding one."""
+    return None
+
+
 VETOED_EVENTS = ("sys.addaudithook", "sys.setprofile", "sys.settrace")
 
 
@@ -130,7 +139,8 @@ class HookWatch:
         replaced = []
         for owner, name in INSTALLERS:
             if hasattr(owner, name):
-                setattr(owner, name, _refusal(f"{owner.__name__}.{name}"))
+                setattr(owner, name, addaudithook if (owner, name) == (sys, "addaudithook")
+                        else _refusal(f"{owner.__name__}.{name}"))
                 replaced.append((owner, name))
         if self.monitoring is not None:
             for name in MONITORING_INSTALLERS:

@@ -4,9 +4,11 @@ harness raises an audit event. The thread watch's own sys._current_frames() rais
 timing loop's after() calls the thread watch right after it copies a timed call's output and
 before it announces the call. Timed calls return an uninitialised tensor at once; the hook finds
 that copy in after()'s frame and computes the right result into it, outside the timed window.
-Passed before 2026-12-05 (CPU); sys.addaudithook now refuses a solution (d2k/execution/hooks.py).
+Passed before 2026-12-05 (CPU); sys.addaudithook now adds nothing in a candidate
+(d2k/execution/hooks.py: quietly since the H200 showed libraries adding hooks at import), so its
+timed calls return uninitialised tensors.
 expect: failed
-reason: is not available to a solution
+reason: timed call
 """
 import sys
 
