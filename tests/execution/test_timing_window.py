@@ -151,11 +151,13 @@ def _host_work(timer, plain_s, profiled_s):
 
 
 def test_a_call_the_profiler_slows_is_timed_again_without_it(monkeypatch):
-    # the hold test misses it (no synchronisation), but its profiled window is 4x the plain probes'
+    # the hold test misses it (no synchronisation), but its profiled window is 40x the plain probes'
     timer = _timer(True, _FakeDevice())
     _fake_profiler(timer, monkeypatch)
     announced = []
-    timing = timer.measure(_host_work(timer, 0.0005, 0.002), 2, lambda i: None, probe=False,
+    # 40x under the profiler: a plain probe slowed by a loaded machine (CI runs two workers on two
+    # cores) must not reach the slack and hide the slowdown (at 4x it did, once)
+    timing = timer.measure(_host_work(timer, 0.0005, 0.02), 2, lambda i: None, probe=False,
                            after=lambda i, j, result: announced.append((i, j)))
     assert timing["profiler_slowed"] > 1.25 and timing["waits_for_device"] is True
     # every timed call, profiled or re-timed, is announced under its own number (the trusted side
@@ -163,8 +165,8 @@ def test_a_call_the_profiler_slows_is_timed_again_without_it(monkeypatch):
     assert len(announced) == len(timing["samples_ms"]) + timing["discarded_calls"] and timing["discarded_calls"] >= 10
     assert len({j for _, j in announced}) == len(announced) and all(i == j % 2 for i, j in announced)
     assert "the profiler slowed the call" in timing["span_skipped"] and "span_samples_ms" not in timing
-    # the figure is the unprofiled re-run's: its median well under the profiled 2 ms
-    assert len(timing["samples_ms"]) >= 10 and sorted(timing["samples_ms"])[len(timing["samples_ms"]) // 2] < 1.5
+    # the figure is the unprofiled re-run's: its median well under the profiled 20 ms
+    assert len(timing["samples_ms"]) >= 10 and sorted(timing["samples_ms"])[len(timing["samples_ms"]) // 2] < 10.0
     assert len(timing["probe_window_us"]) == 3 and len(timing["hold_probe_host_us"]) == 2
 
 
