@@ -297,7 +297,9 @@ def finalize(raw: dict, context: dict) -> dict:
         # threads the solution's import or calls started, running no code of its own when looked at
         record["flags"] = {**(record["flags"] or {}), "threads_alive": timing["threads_alive"]}
     if raw.get("candidate_output_bytes"):
-        record["flags"] = {**(record["flags"] or {}), "candidate_output_bytes": raw["candidate_output_bytes"]}
+        record["flags"] = {**(record["flags"] or {}), "candidate_output_bytes": raw["candidate_output_bytes"],
+                           **({"candidate_output_tail": raw["candidate_output_tail"]}
+                              if raw.get("candidate_output_tail") else {})}
     return record
 
 

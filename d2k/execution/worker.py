@@ -145,6 +145,9 @@ class OutputTail:
         text = bytes(self.tail).decode("utf-8", "replace").strip()
         return text.splitlines()[-1][:300] if text else ""
 
+    def last_chars(self, n: int = 300) -> str:
+        return bytes(self.tail[-4 * n:]).decode("utf-8", "replace")[-n:]
+
 
 class CandidateProcess:
     """The sandboxed process that runs the solution; one per solution, restarted after a failure."""
@@ -732,6 +735,9 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
             restart = True
         if candidate is not None and candidate.output.total > 0:
             record["candidate_output_bytes"] = candidate.output.total
+            # what it printed, the end of it: every H200 evaluation of 2026-12-05 printed 265 bytes
+            # that the record could not show
+            record["candidate_output_tail"] = candidate.output.last_chars()
         record["seconds"] = round(time.perf_counter() - t0, 3)
         events.emit("result", durable=True, **record)
         if restart and candidate is not None:

@@ -154,13 +154,15 @@ def check_one(corpus_run, path):
     assert record["status"] in spec["expect"].split("|"), f"{path.name}: {record['status']}: {record['reason']}"
     if "reason" in spec:
         assert spec["reason"] in (record["reason"] or ""), record["reason"]
-    text = (record.get("reason") or "") + (record.get("traceback") or "")
+    # the flags hold the end of what the candidate printed: a secret it found must not be there either
+    text = (record.get("reason") or "") + (record.get("traceback") or "") + json.dumps(record.get("flags") or {})
     for forbidden in spec["forbid"]:
         assert forbidden not in text, f"{path.name} leaked {forbidden!r}"
     if "kernel_less" in spec:
         assert record["kernel_less"] is (spec["kernel_less"] == "true")
     if "output_bytes_at_least" in spec:
         assert (record.get("flags") or {}).get("candidate_output_bytes", 0) >= int(spec["output_bytes_at_least"])
+        assert record["flags"].get("candidate_output_tail"), "the end of what it printed is kept"
 
 
 def test_nothing_a_candidate_did_outlives_the_run(corpus_run):
