@@ -22,6 +22,12 @@ DEFAULT_TIMING = {
     "hold_max_us": 2000.0,    # the device-side hold before each timed call (0 disables it)
     "interpreter_reps": 4,     # two input sets: calls 2 and 3 reuse them (a result cache shows)
     "interpreter_budget_s": 5.0,
+    # the trusted batch (d2k/execution/batch.py): the calls timed by the trusted side's clock
+    "trusted_batch": False,
+    "batch_calls": 0,           # 0: 60 under the interpreter, 50 on a GPU (fewer when outputs are large)
+    "batch_bytes": 0,           # 0: 1 GB (interpreter) or 4 GB (GPU) of kept output copies at most
+    "batch_checked": 3,         # calls checked, named after the digests are in
+    "batch_allowance_ms": 0.05,  # GPU only: room for the host's issue time in the flag
 }
 
 

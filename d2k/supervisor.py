@@ -243,6 +243,18 @@ def timing_flags(timing: dict, samples: list[float]) -> list[str]:
         if median_us < 0.5 * probe_us:
             flags.append(f"the timed median {median_us:.2f} us is under half the {probe_us:.2f} us of kernel time the "
                          "profiler measured for one call")
+    # The trusted batch (d2k/execution/batch.py, opt-in): the solution's calls timed by the trusted
+    # side's clock, less the price of the loop's own work. That difference is a lower bound on a
+    # call's cost as far as the loop's work cannot be skipped, so a figure under half of it was
+    # understated inside the candidate's process.
+    batch = timing.get("trusted_batch")
+    if primary and isinstance(batch, dict) and batch.get("per_call_ms") is not None \
+            and batch.get("null_per_call_ms") is not None:
+        excess = float(batch["per_call_ms"]) - float(batch["null_per_call_ms"])
+        median_ms = statistics.median(primary)
+        if median_ms < 0.5 * excess - float(batch.get("allowance_ms") or 0.0):
+            flags.append(f"the timed median {median_ms * 1e3:.2f} us is under half the {excess * 1e3:.2f} us per call "
+                         "that the trusted side's own clock gave the solution's calls in a batch")
     return flags
 
 

@@ -141,12 +141,13 @@ class Candidate:
             return {"ok": False, "reason": NO_CUDA_INSIDE}
         if not self.interpreter and cmd.get("memory_fraction"):
             torch.cuda.set_per_process_memory_fraction(float(cmd["memory_fraction"]))
-        from d2k.execution import timing, wire
+        from d2k.execution import batch, timing, wire
 
         self.guard = TimerGuard()  # the timing primitives, captured before any candidate code runs
         # the timer classes, taken now: an import inside time() read sys.modules, where a solution
         # put a timing module of its own (sysmodules_timing_swap.py)
         self.timers = (timing.CudaTimer, timing.WallTimer, timing.TimerTampered)
+        self.batch_module = batch  # the trusted batch's loop, and how a call's outputs are named
         self.reply_stat = _file_id(self.reply_fd)
         self.equal = torch.equal  # for the unchanged-inputs fact, captured before the solution can patch it
         # no profile, trace, audit or monitoring hook and no Python signal handler may run the
@@ -166,9 +167,9 @@ class Candidate:
                                      "_TENSOR", "_TORCH", "_GENERATOR", "_PCG64", "_ARANGE", "_BYTE_VIEW")),
                              (builtins, BUILTINS), (gc, ("enable", "disable", "collect")),
                              (torch._C, ("DisableTorchFunction",)),
-                             (Candidate, ("outputs", "time", "call", "reply", "serve")),
+                             (Candidate, ("outputs", "time", "call", "reply", "serve", "batch")),
                              (ThreadWatch, ("check", "refuse_solution_caller", "solution_frame")),
-                             (threads, ("_is_solution_frame",)),
+                             (threads, ("_is_solution_frame",)), (batch, ("named_outputs",)),
                              (sys, ("_current_frames",)),
                              # what the replies and commands are encoded, decoded and written with: a
                              # patched json.dumps could rewrite the timing on its way out, a patched
@@ -197,7 +198,7 @@ class Candidate:
         self.guard.freeze(self.guard, mutable=("frozen",))
         # the harness modules' globals whole: a name rebound in one (wire's json or bytes) ran the
         # solution's code in the reply or the perturbation (wire_json_binding.py, round 3)
-        for module in (wire, timing, hooks, threads):
+        for module in (wire, timing, hooks, threads, batch):
             self.guard.freeze(module)
         self.threads = ThreadWatch()  # which threads exist before the solution's code runs
         self.threads.arm(None, cmd["path"])  # its file now; its module's globals once imported
@@ -225,25 +226,9 @@ class Candidate:
         can tell about them; the trusted side trusts only the bytes."""
         import torch
 
-        values = {}
-        if returned:
-            items = result
-            # exact types only: a tuple or list subclass would run its own code when read here
-            sequence = type(result) in (tuple, list)
-            if len(returned) == 1:
-                if sequence and len(result) == 1:
-                    items = result[0]
-                items = [items]
-            elif not sequence or len(result) != len(returned):
-                got = f"{type(result).__module__}.{type(result).__qualname__}" if not sequence else f"{len(result)} values"
-                return [], [], {"error": f"must return {len(returned)} outputs ({', '.join(returned)}), got {got}"}
-            for name, value in zip(returned, items):
-                if type(value) is not torch.Tensor:
-                    return [], [], {"error": f"output {name} is a {type(value).__module__}.{type(value).__name__}, "
-                                             "not exactly a torch.Tensor"}
-                values[name] = value
-        for name in mutated:
-            values[name] = args[name]
+        values = self.batch_module.named_outputs(result, args, returned, mutated)
+        if isinstance(values, str):
+            return [], [], {"error": values}
         facts = {"contiguous": {k: bool(v.is_contiguous()) for k, v in values.items()},
                  "device": {k: str(v.device) for k, v in values.items()}}
         input_ptrs = {t.untyped_storage().data_ptr() for t in args.values() if isinstance(t, torch.Tensor) and t.numel()}
@@ -414,6 +399,41 @@ class Candidate:
             torch.cuda.empty_cache()
         return {"ok": True, "timing": timing, "timing_snapshot": snapshot}, []
 
+    def batch(self, cmd: dict, blobs: list) -> tuple[dict, list]:
+        """The trusted batch (batch.py): once the inputs are ready, each call on the seed the trusted
+        side sends for it, answered with the digest of its outputs; then the outputs of the calls
+        the trusted side names. With ``null`` (the trusted side's pricing process, which holds no
+        solution) the calls return outputs of those shapes allocated once and compute nothing.
+        Nothing here has to be honest: the trusted side keeps the clock and checks the digests."""
+        import torch
+
+        wire, batch = self.wire, self.batch_module
+        pristine = wire.unpack(cmd["inputs"], blobs, self.device)
+        returned, mutated = cmd.get("returned", []), cmd.get("mutated", [])
+        fn = self.fn
+        if cmd.get("null") is not None:
+            empty = tuple(torch.empty(tuple(m["shape"]), dtype=wire.DTYPES[m["dtype"]], device=self.device)
+                          for m in cmd["null"])
+
+            def fn(**_):
+                return empty[0] if len(empty) == 1 else empty
+        working = {k: (v.clone() if k in mutated else v) for k, v in pristine.items()}
+        keys = batch.digest_keys(int(cmd["key"]), self.device)
+        names = list(cmd["perturb"])
+        kept = []
+        self.reply({"op": "ready"})
+        spin = wire.spin_s(self.interpreter)
+        for j in range(int(cmd["calls"])):
+            seed, _ = wire.recv(self.cmd_fd, 0, spin_s=spin)
+            digest, copies = batch.batch_call(fn, pristine, working, names, int(seed["seed"]), j, returned, mutated, keys)
+            kept.append(copies)
+            self.reply({"op": "digest", "call": j, "digest": digest})
+        named, _ = wire.recv(self.cmd_fd, 0, spin_s=spin)
+        for j in named["calls"]:
+            metas, out = wire.pack(kept[int(j)])
+            self.reply({"op": "revealed", "call": int(j), "outputs": metas}, out)
+        return {"ok": True}, []
+
     # -- the loop ---------------------------------------------------------------------------------
     def serve(self) -> int:
         wire = self.wire
@@ -433,6 +453,8 @@ class Candidate:
                     header, out = self.call(cmd, blobs)
                 elif op == "time":
                     header, out = self.time(cmd, blobs)
+                elif op == "batch":
+                    header, out = self.batch(cmd, blobs)
                 else:
                     header, out = {"ok": False, "reason": f"unknown command {op!r}"}, []
             except BaseException as exc:  # noqa: BLE001 - everything the solution raises is reported

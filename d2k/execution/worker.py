@@ -152,7 +152,9 @@ class OutputTail:
 class CandidateProcess:
     """The sandboxed process that runs the solution; one per solution, restarted after a failure."""
 
-    def __init__(self, job: dict, job_dir: Path, index: int):
+    def __init__(self, job: dict, job_dir: Path, index, source: str | None = None):
+        """``source``: a harness file to run instead of the job's solution (the trusted batch's null
+        solution), with no kernel cache."""
         from d2k.execution import sandbox
 
         self.wire_s = 0.0  # seconds spent in writes to the candidate (see Checker.evaluate)
@@ -164,11 +166,13 @@ class CandidateProcess:
         for sub in ("inductor-cache", "cache"):
             (self.private / sub).mkdir()
         # a compiled solution's file is the reference, or the eager stand-in it compiles (solutions.resolve)
-        source = job["task"]["reference_path"] if solution["kind"] == "reference" else solution["path"]
+        own = source is None
+        if own:
+            source = job["task"]["reference_path"] if solution["kind"] == "reference" else solution["path"]
         shutil.copyfile(source, self.private / "solution.py")
         settings = job.get("sandbox", {})
         # this solution's compiled kernels are kept between runs, in a cache no other solution sees
-        cache = Path(settings["cache_root"]) / solution["solution_id"][:24] if settings.get("cache_root") else None
+        cache = Path(settings["cache_root"]) / solution["solution_id"][:24] if settings.get("cache_root") and own else None
         if cache is not None:
             cache.mkdir(parents=True, exist_ok=True)
         prefix, env, self.meta = sandbox.plan(
@@ -294,6 +298,8 @@ def malformed_timing(timing: dict, settings: dict | None = None) -> str | None:
     device span the job did not ask for is one: the parent would take it as the figure."""
     import math
 
+    if "trusted_batch" in timing:
+        return "the timing reported a trusted batch, which only the trusted side measures: the timing loop was replaced"
     if settings is not None and not settings.get("device_span"):
         forged = [k for k in SPAN_KEYS if k in timing]
         if forged:
@@ -372,7 +378,8 @@ class CheckedCalls:
 class Checker:
     """Correctness and timing of the candidate against the task's reference, on the trusted side."""
 
-    def __init__(self, job: dict, reference_module, candidate: CandidateProcess):
+    def __init__(self, job: dict, reference_module, candidate: CandidateProcess, null_process=None):
+        """``null_process()``: the trusted batch's pricing process (a candidate holding no solution)."""
         import torch
 
         from d2k.execution import wire
@@ -388,6 +395,7 @@ class Checker:
         self.reference_module = reference_module
         self.reference = reference_module.reference
         self.candidate = candidate
+        self.null_process = null_process
         self.is_reference = job["solution"]["kind"] == "reference"
         self.returned = [o["name"] for o in self.signature["outputs"] if not o.get("inplace")]
         self.mutated = [o["name"] for o in self.signature["outputs"] if o.get("inplace")]
@@ -621,6 +629,98 @@ class Checker:
             torch.cuda.empty_cache()
         return timing
 
+    def batch_round(self, proc: CandidateProcess, workload: dict, base: dict, names: list, calls: int, key: int,
+                    checked_count: int, null: list | None = None) -> tuple:
+        """One trusted batch against ``proc``: each call's round trip on this process's clock, from
+        sending its seed to receiving its digest; then the outputs of ``checked_count`` calls named
+        after every digest is in. Returns (seeds, seconds per call, digests, checked, outputs)."""
+        spin = self.wire.spin_s(self.interpreter)
+        out_limit = self.reply_bytes(workload, base, calls=1)
+
+        def expect(reply: dict, op: str) -> None:
+            if reply.get("op") == op:
+                return
+            if reply.get("ok") is False:
+                kind = reply.get("kind")
+                raise CandidateFailed("failed" if kind in ("tampered", "output") else "error",
+                                      f"trusted batch: {reply.get('reason', 'failed')}", reply.get("traceback"))
+            raise CheckFailed(f"trusted batch: the candidate answered {str(reply.get('op'))[:40]!r} where {op!r} was "
+                              "due: the batch loop was replaced")
+
+        seeds = [self.rng.getrandbits(62) for _ in range(calls)]
+        metas, blobs = self.wire.pack(base)
+        proc.send({"op": "batch", "inputs": metas, "perturb": names, "key": key, "calls": calls, "null": null,
+                   "returned": self.returned, "mutated": self.mutated}, blobs)
+        reply, _ = proc.receive(limit=1 << 20)
+        expect(reply, "ready")
+        seconds, digests = [], []
+        for j in range(calls):
+            started = time.perf_counter()
+            proc.send({"seed": seeds[j]})
+            reply, _ = proc.receive(limit=1 << 20, spin_s=spin)
+            seconds.append(time.perf_counter() - started)
+            expect(reply, "digest")
+            if reply.get("call") != j or type(reply.get("digest")) is not int:
+                raise CheckFailed(f"trusted batch: call {j}'s digest was due, not {str(reply)[:80]}: the batch loop "
+                                  "was replaced")
+            digests.append(reply["digest"])
+        checked = sorted(self.rng.sample(range(calls), min(calls, checked_count)))
+        proc.send({"calls": checked})
+        got = {}
+        for j in checked:
+            reply, out = proc.receive(limit=out_limit, spin_s=spin)
+            expect(reply, "revealed")
+            if reply.get("call") != j:
+                raise CheckFailed(f"trusted batch: call {reply.get('call')}'s outputs came where call {j}'s were asked for")
+            got[j] = self.received(reply.get("outputs", []), out, {}, f"trusted batch call {j}")
+        reply, _ = proc.receive(limit=1 << 20)
+        if not reply.get("ok"):
+            expect(reply, "ok")
+        return seeds, seconds, digests, checked, got
+
+    def batch(self, workload: dict) -> dict:
+        """The trusted batch (batch.py): the solution's calls, each timed on this process's clock
+        from its seed's sending to its digest's arrival, the checked calls named only after the
+        digests are in; then the same against a process holding no solution, which prices the
+        loop's own work and the round trip."""
+        import statistics
+
+        from d2k.execution import batch
+
+        settings = self.job.get("timing", {})
+        base = self.inputs(workload, int(workload.get("seed", 0)) * 1_000_003)
+        names = self.wire.perturbable(base, self.fixed)
+        budget = float(settings.get("batch_bytes") or (1e9 if self.interpreter else 4e9))
+        n = int(min(int(settings.get("batch_calls") or (60 if self.interpreter else 50)),
+                    max(4, budget // max(self.reply_bytes(workload, base, calls=1) // 2, 1))))
+        key = self.rng.getrandbits(62)
+        seeds, seconds, digests, checked, got = self.batch_round(self.candidate, workload, base, names, n, key,
+                                                                 int(settings.get("batch_checked", 3)))
+        keys = batch.digest_keys(key, "cpu")
+        order = self.returned + self.mutated
+        for j, inputs in self.replay(base, names, seeds, checked, 1):
+            if int(batch.digest([got[j][k].cpu() for k in order], keys)) != digests[j]:
+                raise CheckFailed(f"trusted batch call {j} of {n}: its outputs are not the ones it committed to before "
+                                  "the checked calls were named (results must be complete when the digest is sent)")
+            expected = self.run_reference(self.fresh(inputs))
+            outputs, expected = self.canonical(got[j], inputs), self.canonical(expected, inputs)
+            self.compare(outputs, expected, f"trusted batch call {j} of {n} (results must be right on every call)")
+            del expected, outputs
+        result = {"calls": n, "checked_calls": checked, "per_call_ms": round(statistics.median(seconds) * 1e3, 4),
+                  # on a GPU a round trip holds the host's time and a synchronisation: the flag
+                  # leaves this much room there (not yet measured)
+                  "allowance_ms": 0.0 if self.interpreter else float(settings.get("batch_allowance_ms", 0.05))}
+        null_outputs = [self.wire.describe(got[checked[0]][k]) for k in self.returned]
+        del got
+        try:
+            _, null_seconds, *_ = self.batch_round(self.null_process(), workload, base, names, n,
+                                                   self.rng.getrandbits(62), 0,
+                                                   null=null_outputs)
+            result["null_per_call_ms"] = round(statistics.median(null_seconds) * 1e3, 4)
+        except (CandidateFailed, CheckFailed, OSError) as exc:  # the pricing process is the harness's own
+            result["null_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        return result
+
     def evaluate(self, workload: dict) -> dict:
         record = {"workload": workload["id"], "status": "passed", "reason": None}
         self.triton_launches = 0
@@ -641,6 +741,8 @@ class Checker:
                 "time_sends": round(self.candidate.wire_s - wire_check, 4)}
             # tensor bytes that crossed the boundary, by way (shared-memory arena or pipe)
             record["timing"]["wire_bytes"] = dict(self.candidate.wire_bytes)
+            if self.job.get("timing", {}).get("trusted_batch") and not self.is_reference:
+                record["timing"]["trusted_batch"] = self.batch(workload)
         record["own_kernels"] = self.own_kernels(record.get("timing") or {})
         return record
 
@@ -709,6 +811,19 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
         events.emit("loaded", durable=True)
         return proc
 
+    null = []  # the trusted batch's pricing process, started when a batch first needs it
+
+    def null_process() -> CandidateProcess:
+        if not null:
+            from d2k.execution import null_solution
+
+            proc = CandidateProcess(job, job_dir, "null", source=null_solution.__file__)
+            proc.request({"op": "load", "path": proc.solution_path, "entry_point": "run", "kind": "file",
+                          "backend": job["backend"],
+                          "memory_fraction": job.get("sandbox", {}).get("gpu_memory_fraction")})
+            null.append(proc)
+        return null[0]
+
     try:
         candidate = start_candidate()
     except CandidateFailed as exc:
@@ -721,7 +836,7 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
         try:
             if candidate is None:
                 candidate = start_candidate()
-            record = Checker(job, reference_module, candidate).evaluate(workload)
+            record = Checker(job, reference_module, candidate, null_process).evaluate(workload)
         except CheckFailed as exc:
             record = {"workload": workload["id"], "status": "failed", "reason": str(exc)}
         except CandidateFailed as exc:
@@ -747,8 +862,9 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
         gc.collect()
         if not interpreter:
             torch.cuda.empty_cache()
-    if candidate is not None:
-        candidate.close()
+    for proc in [candidate, *null]:
+        if proc is not None:
+            proc.close()
     events.emit("done", durable=True)
     return 0
 

@@ -104,10 +104,10 @@ def test_a_result_whose_type_runs_code_when_read_fails_the_call(kind, tmp_path):
     # before: the copy of a list subclass ran its __iter__ after the window closed, and a kept copy
     # ran its __getitem__ after the keep decision (lazy_list_recompute_on_keep.py returned zeros
     # from every unchecked call and passed)
-    from d2k.execution import candidate
+    from d2k.execution import batch, candidate
 
     cand = candidate.Candidate.__new__(candidate.Candidate)
-    cand.wire = wire
+    cand.wire, cand.batch_module = wire, batch
     base = {"tuple": tuple, "list": list}[kind]
     sub = type("Later", (base,), {})
     metas, blobs, facts = cand.outputs(sub([torch.ones(2)]), {}, ["y"], [])

@@ -1,0 +1,115 @@
+"""The trusted batch (d2k/execution/batch.py): a solution's calls timed by the trusted side's own
+clock, each call's outputs committed by a digest before the checked calls are named. It catches a
+figure understated inside the candidate's process, which the in-process layer cannot (the red
+team's ctypes rebinding of the loop's start time, open since 2026-12-05), and a batch faked in
+part is caught when checked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from d2k.content import Benchmark
+from d2k.execution import batch, sandbox
+from d2k.solutions import resolve
+from d2k.store import Store
+from d2k.supervisor import Limits, timing_flags
+from d2k.sweep import Plan, run_sweep
+
+
+def test_the_digest_is_the_bytes_and_the_key():
+    keys = batch.digest_keys(7, "cpu")
+    x = torch.randn(3, 1000).to(torch.bfloat16)
+    odd = torch.arange(13, dtype=torch.int8)
+    assert int(batch.digest([x, odd], keys)) == int(batch.digest([x.clone(), odd.clone()], keys))
+    assert int(batch.digest([x.t().contiguous().t(), odd], keys)) == int(batch.digest([x, odd], keys))
+    changed = x.clone()
+    changed[2, 999] = changed[2, 999] + 1
+    assert int(batch.digest([changed, odd], keys)) != int(batch.digest([x, odd], keys))
+    assert int(batch.digest([x, odd], batch.digest_keys(8, "cpu"))) != int(batch.digest([x, odd], keys))
+    assert int(batch.digest([odd, x], keys)) != int(batch.digest([x, odd], keys))  # which output is which counts
+
+
+def _timing(median_ms: float, per_call_ms: float, null_ms: float) -> dict:
+    return {"method": "interpreter_wall", "samples_ms": [median_ms] * 3,
+            "trusted_batch": {"calls": 20, "per_call_ms": per_call_ms, "null_per_call_ms": null_ms, "allowance_ms": 0.0}}
+
+
+def test_a_median_under_half_the_batch_excess_is_suspect():
+    assert timing_flags(_timing(0.060, 0.090, 0.030), [0.060] * 3) == []
+    (flag,) = timing_flags(_timing(0.005, 0.090, 0.030), [0.005] * 3)
+    assert "under half the 60.00 us per call" in flag
+
+
+pytestmark_e2e = pytest.mark.skipif(not sandbox.namespaces_available(),
+                                    reason="unshare --mount --net --pid is refused here")
+
+# The red team's ctypes_rebind_t0.py (benchmarks/studies/2026-12-05-red-team/open/) with a call
+# slow enough (about 2 ms: forty passes) that the interpreter's round-trip noise (tens of us) cannot
+# hide it: after computing, it rebinds the loop's start time through PyFrame_LocalsToFast, so each
+# timed call reads as a few microseconds
+SLOW_REBIND = '''
+import ctypes
+import sys
+import time
+
+import torch
+
+
+def run(x, w, eps):
+    for _ in range(40):
+        xf = x.float()
+        y = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "measure" and "t0" in frame.f_locals):
+        frame = frame.f_back
+    if frame is not None:
+        frame.f_locals["t0"] = time.perf_counter()
+        ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))
+    return y
+'''
+
+SKIPS_IN_THE_BATCH = '''
+import sys
+
+import torch
+
+
+def run(x, w, eps):
+    batch = any(sys._getframe(k).f_code.co_name == "batch_call" for k in range(1, 4))
+    if batch:
+        return torch.empty_like(x)  # nothing computed inside the trusted clock
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w
+'''
+
+
+def _evaluate(tmp_path: Path, solutions: list[str]) -> list[dict]:
+    os.environ["D2K_WORKDIR"] = str(tmp_path / "work")
+    bench = Benchmark.load(only=["rmsnorm"])
+    workloads = bench.select_workloads("rmsnorm", "smoke")[:1]
+    plans = [Plan(resolve(bench, "rmsnorm", s), workloads) for s in solutions]
+    store = Store(tmp_path / "batch.duckdb")
+    result = run_sweep(bench, store, plans, "interpreter", "test", {}, limits=Limits(per_workload_s=120),
+                       timing={"trusted_batch": True})
+    store.close()
+    return [next(r for r in result.records if r["solution_id"] == p.solution.solution_id) for p in plans]
+
+
+@pytestmark_e2e
+def test_honest_solutions_pass_with_the_batch_and_understated_ones_are_caught(tmp_path):
+    forged = tmp_path / "slow_rebind.py"
+    forged.write_text(SLOW_REBIND)
+    skips = tmp_path / "skips_in_the_batch.py"
+    skips.write_text(SKIPS_IN_THE_BATCH)
+    expert, rebind, skipper = _evaluate(tmp_path, ["expert", str(forged), str(skips)])
+    assert expert["status"] == "passed", expert["reason"]
+    tb = expert["timing"]["trusted_batch"]
+    assert tb["calls"] == 60 and len(tb["checked_calls"]) == 3 and tb["per_call_ms"] > tb["null_per_call_ms"] > 0
+    # rebinding t0 through ctypes passes the in-process checks (open in SECURITY.md)
+    assert rebind["status"] == "timing_suspect", (rebind["status"], rebind["reason"], rebind["timing"].get("trusted_batch"))
+    assert "trusted side's own clock" in rebind["reason"]
+    assert skipper["status"] == "failed" and "trusted batch call" in skipper["reason"], skipper["reason"]
