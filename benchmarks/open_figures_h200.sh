@@ -19,6 +19,16 @@
 #             last three workloads, 240 s per workload;
 #   w4b.tgz   issue 15: the W4A16 bandwidth candidates (benchmarks/studies/2026-12-04-w4a16-bandwidth)
 #             against the shipped expert, span mode.
+#   tb.tgz    issue 17: the trusted batch (d2k/execution/batch.py) on the GPU for the first time,
+#             rmsnorm, silu_and_mul and fp8_blockwise_gemm experts in span mode: its per-call excess
+#             against the span, before its flag can be trusted there;
+#   cmerge.tgz issue 14: compiled merge_attn_states (failed at import on 2026-12-05: the refused
+#             sys.addaudithook, since fixed).
+# Session 19 (2026-12-05) ran trust, fla, ship, merge and moe on `20e323e` and found two harness
+# defects (a timing-loop leak, an audit-hook refusal that failed compiled, fla-core and gemlite),
+# fixed offline since: run `trust fla` again first; it checks both fixes (silu i14336 and gdn_decode
+# b256 ran out of memory; fla-core failed at import). Then `PARTS="c14 cmerge w4b"`, then
+# `PARTS="tb ship"` (ship re-times gemlite).
 # Three calls, in the order they matter: `PARTS="trust fla" bash benchmarks/open_figures_h200.sh`
 # (trust takes up to ~380 s: the corpus, 8 at a time, then two short benches; fla gets the rest and
 # is run again alone if it is cut short), then `PARTS="ship c14" ...`, then `PARTS="moe merge w4b" ...`.
@@ -71,6 +81,13 @@ for part in ${PARTS:-trust fla}; do
          # three did not finish in ~150 s; a 240 s limit per workload, half the time each
          $P c14 bash -c 'export D2K_DB=/tmp/c14.duckdb; TIMEOUT=240 TASKS=paged_decode_gqa,mla_decode \
            SOLUTIONS=compiled TASK_SECONDS='"$(( c14_seconds / 2 ))"' BENCH_SECONDS='"$c14_seconds"' bash benchmarks/content_b_h200.sh' ;;
+    tb) $P tb bash -c 'export D2K_DB=/tmp/tb.duckdb; source benchmarks/gpu_env.sh
+          D2K_TIMING={\"device_span\":true,\"flush_mode\":\"read\",\"trusted_batch\":true} timeout 150 python3 -m d2k bench \
+            --tasks rmsnorm,silu_and_mul,fp8_blockwise_gemm --solution expert > "$OUT/bench.log" 2>&1
+          python3 -m d2k sql "SELECT workload_id, status, median_ms, event_median_ms, timing->>'"'"'trusted_batch'"'"' AS batch,
+            substr(reason, 1, 200) AS reason FROM evaluations ORDER BY 1" --format json > "$OUT/evaluations.json"' ;;
+    cmerge) $P cmerge bash -c 'export D2K_DB=/tmp/cmerge.duckdb; TIMEOUT=120 TASKS=merge_attn_states \
+           SOLUTIONS=compiled BENCH_SECONDS=150 bash benchmarks/content_b_h200.sh' ;;
     *) echo "unknown part $part" ;;
   esac
   echo "$part done, $(left) s left"
