@@ -719,6 +719,7 @@ class Checker:
             result["null_per_call_ms"] = round(statistics.median(null_seconds) * 1e3, 4)
         except (CandidateFailed, CheckFailed, OSError) as exc:  # the pricing process is the harness's own
             result["null_error"] = f"{type(exc).__name__}: {exc}"[:300]
+            self.null_process(drop=True)
         return result
 
     def evaluate(self, workload: dict) -> dict:
@@ -813,7 +814,13 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
 
     null = []  # the trusted batch's pricing process, started when a batch first needs it
 
-    def null_process() -> CandidateProcess:
+    def null_process(drop: bool = False) -> CandidateProcess | None:
+        """The pricing process, started on first use; ``drop``: close it (after a failure, its
+        protocol state is unknown), so the next use starts a fresh one."""
+        if drop:
+            while null:
+                null.pop().close()
+            return None
         if not null:
             from d2k.execution import null_solution
 
