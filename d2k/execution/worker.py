@@ -695,7 +695,7 @@ class Checker:
                     max(4, budget // max(self.reply_bytes(workload, base, calls=1) // 2, 1))))
         key = self.rng.getrandbits(62)
         seeds, seconds, digests, checked, got = self.batch_round(self.candidate, workload, base, names, n, key,
-                                                                 int(settings.get("batch_checked", 3)))
+                                                                 max(1, int(settings.get("batch_checked", 3))))
         keys = batch.digest_keys(key, "cpu")
         order = self.returned + self.mutated
         for j, inputs in self.replay(base, names, seeds, checked, 1):
