@@ -219,10 +219,10 @@ def lead_gap_us(head: dict, by_stream: dict, launch_ts: dict) -> float | None:
     queued ahead of it (the harness's hold) ended; None where ``head`` was launched only after that
     work had ended (the gap is then the host's, not the device's).
 
-    CUPTI's kernel times leave out what the device spends starting a kernel that was already
-    queued; Nsight Compute's ``gpu__time_duration`` counts it (about 1 us on the H200, the
-    2026-12-03 timing study). The gap is recorded beside the span so the two can be set side by side;
-    it is not added to the figure."""
+    Recorded to test whether this start-up is what Nsight Compute's ``gpu__time_duration`` counts
+    and CUPTI's kernel times leave out (about 1 us on the H200, the 2026-12-03 timing study). On the
+    H200 it measured 2.4-2.9 us, and it holds the start event's own record, so it does not explain
+    that 1 us (study 2026-12-05-session19-figures). It is recorded beside the span, not added to it."""
     start = float(head["ts"])
     work = by_stream.get(head.get("args", {}).get("stream"), [])
     k = bisect.bisect_left(work, (start, float("-inf"))) - 1
