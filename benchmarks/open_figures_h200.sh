@@ -21,7 +21,8 @@
 #             against the shipped expert, span mode.
 #   tb.tgz    issue 17: the trusted batch (d2k/execution/batch.py) on the GPU for the first time,
 #             rmsnorm, silu_and_mul and fp8_blockwise_gemm experts in span mode: its per-call excess
-#             against the span, before its flag can be trusted there;
+#             against the span, before its flag can be trusted there; then restart_window.py (an
+#             emptied event window, caught by the probe check today) to see the batch catch it too;
 #   cmerge.tgz issue 14: compiled merge_attn_states (failed at import on 2026-12-05: the refused
 #             sys.addaudithook, since fixed).
 # Session 19 (2026-12-05) ran trust, fla, ship, merge and moe on `20e323e` and found two harness
@@ -84,6 +85,8 @@ for part in ${PARTS:-trust fla}; do
     tb) $P tb bash -c 'export D2K_DB=/tmp/tb.duckdb; source benchmarks/gpu_env.sh
           D2K_TIMING={\"device_span\":true,\"flush_mode\":\"read\",\"trusted_batch\":true} timeout 150 python3 -m d2k bench \
             --tasks rmsnorm,silu_and_mul,fp8_blockwise_gemm --solution expert > "$OUT/bench.log" 2>&1
+          D2K_TIMING={\"device_span\":true,\"flush_mode\":\"read\",\"trusted_batch\":true} timeout 60 python3 -m d2k bench \
+            --tasks rmsnorm --solution tests/adversarial/gpu/restart_window.py >> "$OUT/bench.log" 2>&1
           python3 -m d2k sql "SELECT workload_id, status, median_ms, event_median_ms, timing->>'"'"'trusted_batch'"'"' AS batch,
             substr(reason, 1, 200) AS reason FROM evaluations ORDER BY 1" --format json > "$OUT/evaluations.json"' ;;
     cmerge) $P cmerge bash -c 'export D2K_DB=/tmp/cmerge.duckdb; TIMEOUT=120 TASKS=merge_attn_states \

@@ -44,6 +44,15 @@ def test_a_median_under_half_the_batch_excess_is_suspect():
     assert "under half the 60.00 us per call" in flag
 
 
+def test_without_the_null_price_the_batch_flags_nothing():
+    # the pricing process failed (timing.trusted_batch.null_error): the round trip alone holds the
+    # loop's own work, so it bounds nothing
+    timing = _timing(0.005, 0.090, 0.030)
+    del timing["trusted_batch"]["null_per_call_ms"]
+    timing["trusted_batch"]["null_error"] = "CandidateFailed: the pricing process died"
+    assert timing_flags(timing, [0.005] * 3) == []
+
+
 pytestmark_e2e = pytest.mark.skipif(not sandbox.namespaces_available(),
                                     reason="unshare --mount --net --pid is refused here")
 
