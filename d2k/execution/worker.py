@@ -120,6 +120,18 @@ class CandidateFailed(Exception):
         self.status, self.reason, self.traceback = status, reason, traceback_text
 
 
+def candidate_failure(reply: dict, default: str = "the candidate failed", prefix: str = "") -> CandidateFailed:
+    """What a reply of the candidate's with ``ok`` false means for the evaluation: a status by its
+    kind (a wrong or tampered output fails; running out of memory, or raising, is an error; a
+    baseline whose library is absent is skipped) and its reason."""
+    kind = reply.get("kind")
+    status = {"output": "failed", "tampered": "failed", "oom": "error", "missing_library": "skipped"}.get(kind, "error")
+    reason = str(reply.get("reason", default))
+    if kind == "oom":
+        reason = "out of memory: " + reason
+    return CandidateFailed(status, prefix + reason, reply.get("traceback"))
+
+
 class OutputTail:
     """Drains a pipe in a thread, keeping only the last ``limit`` bytes (a flood costs no memory)."""
 
@@ -252,12 +264,7 @@ class CandidateProcess:
         self.send(header, blobs)
         reply, out = self.receive(limit)
         if not reply.get("ok"):
-            kind = reply.get("kind")
-            status = {"output": "failed", "tampered": "failed", "oom": "error", "missing_library": "skipped"}.get(kind, "error")
-            reason = str(reply.get("reason", "the candidate failed"))
-            if kind == "oom":
-                reason = "out of memory: " + reason
-            raise CandidateFailed(status, reason, reply.get("traceback"))
+            raise candidate_failure(reply)
         return reply, out
 
     def kill(self) -> None:
@@ -587,9 +594,7 @@ class Checker:
             break
         wall_ms = (time.perf_counter() - started) * 1e3
         if not reply.get("ok"):
-            kind = reply.get("kind")
-            status = "failed" if kind in ("tampered", "output") else "error"
-            raise CandidateFailed(status, str(reply.get("reason", "timing failed")), reply.get("traceback"))
+            raise candidate_failure(reply, "timing failed")
         timing = reply.get("timing") if isinstance(reply.get("timing"), dict) else {}
         malformed = malformed_timing(timing, settings)
         if malformed:
@@ -641,9 +646,7 @@ class Checker:
             if reply.get("op") == op:
                 return
             if reply.get("ok") is False:
-                kind = reply.get("kind")
-                raise CandidateFailed("failed" if kind in ("tampered", "output") else "error",
-                                      f"trusted batch: {reply.get('reason', 'failed')}", reply.get("traceback"))
+                raise candidate_failure(reply, "failed", prefix="trusted batch: ")
             raise CheckFailed(f"trusted batch: the candidate answered {str(reply.get('op'))[:40]!r} where {op!r} was "
                               "due: the batch loop was replaced")
 
