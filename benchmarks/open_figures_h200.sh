@@ -23,6 +23,9 @@
 #             rmsnorm, silu_and_mul and fp8_blockwise_gemm experts in span mode: its per-call excess
 #             against the span, before its flag can be trusted there; then restart_window.py (an
 #             emptied event window, caught by the probe check today) to see the batch catch it too;
+#             then leftover_sleep_gpu.py (session 20: a 1-ms kernel left on a side stream after each
+#             call), whose excess against the expert's shows whether leftover GPU work slows the
+#             pricing calls more than the solution's own (the batch is shuffled since session 20);
 #   cmerge.tgz issue 14: compiled merge_attn_states (failed at import on 2026-12-05: the refused
 #             sys.addaudithook, since fixed).
 # Session 19 (2026-12-05) ran trust, fla, ship, merge and moe on `20e323e` and found two harness
@@ -30,9 +33,8 @@
 # fixed offline since: run `trust fla` again first; it checks both fixes (silu i14336 and gdn_decode
 # b256 ran out of memory; fla-core failed at import). Then `PARTS="c14 cmerge w4b"`, then
 # `PARTS="tb ship"` (ship re-times gemlite).
-# Three calls, in the order they matter: `PARTS="trust fla" bash benchmarks/open_figures_h200.sh`
 # (trust takes up to ~380 s: the corpus, 8 at a time, then two short benches; fla gets the rest and
-# is run again alone if it is cut short), then `PARTS="ship c14" ...`, then `PARTS="moe merge w4b" ...`.
+# is run again alone if it is cut short.) Session 20 got no device.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET).
@@ -87,7 +89,10 @@ for part in ${PARTS:-trust fla}; do
             --tasks rmsnorm,silu_and_mul,fp8_blockwise_gemm --solution expert > "$OUT/bench.log" 2>&1
           D2K_TIMING={\"device_span\":true,\"flush_mode\":\"read\",\"trusted_batch\":true} timeout 60 python3 -m d2k bench \
             --tasks rmsnorm --solution tests/adversarial/gpu/restart_window.py >> "$OUT/bench.log" 2>&1
-          python3 -m d2k sql "SELECT workload_id, status, median_ms, event_median_ms, timing->>'"'"'trusted_batch'"'"' AS batch,
+          D2K_TIMING={\"device_span\":true,\"flush_mode\":\"read\",\"trusted_batch\":true} timeout 60 python3 -m d2k bench \
+            --tasks rmsnorm --solution benchmarks/studies/2026-12-05-session20-interleaved-batch/leftover_sleep_gpu.py \
+            >> "$OUT/bench.log" 2>&1
+          python3 -m d2k sql "SELECT solution_id, workload_id, status, median_ms, event_median_ms, timing->>'"'"'trusted_batch'"'"' AS batch,
             substr(reason, 1, 200) AS reason FROM evaluations ORDER BY 1" --format json > "$OUT/evaluations.json"' ;;
     cmerge) $P cmerge bash -c 'export D2K_DB=/tmp/cmerge.duckdb; TIMEOUT=120 TASKS=merge_attn_states \
            SOLUTIONS=compiled BENCH_SECONDS=150 bash benchmarks/content_b_h200.sh' ;;

@@ -19,13 +19,26 @@ unseen with probability about (1 - f)^k).
 
 The trusted side runs the same protocol against a second candidate process of its own, which
 holds no solution code (a null solution: outputs allocated once, nothing computed), to price the
-loop's own work and the round trip in the same kind of process. The difference of the two median
-round trips is a lower bound on what the solution's calls cost, as far as the loop's own work (perturbation,
+loop's own work and the round trip in the same kind of process. The two processes' calls are
+shuffled together (the worker's ``Checker.batch``), and while one is timed the other's process
+tree is stopped (freeze.py): work the solution leaves running between its calls cannot choose to
+fall on the pricing calls, and its threads do not run during them. A call right after another
+process's call pays for the caches that one evicted (under the interpreter, about 0.4 ms after a
+7 ms call), so each side is priced by the median of its warm calls, those right after one of its
+own, as in a round of its own.
+
+The difference of the two medians is a lower bound on what the solution's calls cost, as far as the loop's own work (perturbation,
 copies, digests) cannot be skipped, and it can be: a candidate that fuses the perturbation into its
 own kernel and skips the copies undercuts the null price. So the bound is loose by at most the
 loop's own cost per call, and it says most for long calls. On a GPU each round trip holds the
 call's host time and a synchronisation, so for short kernels it bounds the host's time more than
-the device span (not yet measured on the H200). Opt in with the timing setting ``trusted_batch``.
+the device span (not yet measured on the H200). Work already queued on the GPU keeps running
+while its process is stopped, but it cannot choose which call it slows: a warm pricing call comes
+at least two calls after the solution's last one, a warm solution call right after it, so work
+left behind reaches the solution's own warm calls before the pricing ones. (On a GPU a kernel left
+in the solution's context shares the SMs with its next call, while the pricing process's context
+waits for a time slice; how the two compare there is not measured.) Opt in with the timing
+setting ``trusted_batch``.
 """
 
 from __future__ import annotations

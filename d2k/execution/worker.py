@@ -382,6 +382,11 @@ class CheckedCalls:
         return True, dropped
 
 
+# the trusted batch prices each process from its warm calls (those after one of its own) when it
+# has at least this many, otherwise from all its calls
+WARM_CALLS_MIN = 8
+
+
 class Checker:
     """Correctness and timing of the candidate against the task's reference, on the trusted side."""
 
@@ -634,61 +639,79 @@ class Checker:
             torch.cuda.empty_cache()
         return timing
 
-    def batch_round(self, proc: CandidateProcess, workload: dict, base: dict, names: list, calls: int, key: int,
-                    checked_count: int, null: list | None = None) -> tuple:
-        """One trusted batch against ``proc``: each call's round trip on this process's clock, from
-        sending its seed to receiving its digest; then the outputs of ``checked_count`` calls named
-        after every digest is in. Returns (seeds, seconds per call, digests, checked, outputs)."""
-        spin = self.wire.spin_s(self.interpreter)
-        out_limit = self.reply_bytes(workload, base, calls=1)
-
-        def expect(reply: dict, op: str) -> None:
-            if reply.get("op") == op:
-                return
-            if reply.get("ok") is False:
-                raise candidate_failure(reply, "failed", prefix="trusted batch: ")
-            raise CheckFailed(f"trusted batch: the candidate answered {str(reply.get('op'))[:40]!r} where {op!r} was "
-                              "due: the batch loop was replaced")
-
-        seeds = [self.rng.getrandbits(62) for _ in range(calls)]
+    def batch_open(self, proc: CandidateProcess, base: dict, names: list, calls: int, key: int,
+                   null: list | None = None) -> None:
+        """Start a trusted batch in ``proc`` (batch.py): the inputs go over, then ``ready``."""
         metas, blobs = self.wire.pack(base)
         proc.send({"op": "batch", "inputs": metas, "perturb": names, "key": key, "calls": calls, "null": null,
                    "returned": self.returned, "mutated": self.mutated}, blobs)
-        reply, _ = proc.receive(limit=1 << 20)
-        expect(reply, "ready")
-        seconds, digests = [], []
-        for j in range(calls):
-            started = time.perf_counter()
-            proc.send({"seed": seeds[j]})
-            reply, _ = proc.receive(limit=1 << 20, spin_s=spin)
-            seconds.append(time.perf_counter() - started)
-            expect(reply, "digest")
-            if reply.get("call") != j or type(reply.get("digest")) is not int:
-                raise CheckFailed(f"trusted batch: call {j}'s digest was due, not {str(reply)[:80]}: the batch loop "
-                                  "was replaced")
-            digests.append(reply["digest"])
-        checked = sorted(self.rng.sample(range(calls), min(calls, checked_count)))
+        self.batch_expect(proc.receive(limit=1 << 20)[0], "ready")
+
+    @staticmethod
+    def batch_expect(reply: dict, op: str) -> None:
+        if reply.get("op") == op:
+            return
+        if reply.get("ok") is False:
+            raise candidate_failure(reply, "failed", prefix="trusted batch: ")
+        raise CheckFailed(f"trusted batch: the candidate answered {str(reply.get('op'))[:40]!r} where {op!r} was "
+                          "due: the batch loop was replaced")
+
+    def batch_call(self, proc: CandidateProcess, j: int, seed: int) -> tuple[float, int]:
+        """Call ``j`` of an open batch: its round trip on this process's clock, from sending the seed
+        to receiving the digest of its outputs; returns (seconds, digest)."""
+        started = time.perf_counter()
+        proc.send({"seed": seed})
+        reply, _ = proc.receive(limit=1 << 20, spin_s=self.wire.spin_s(self.interpreter))
+        seconds = time.perf_counter() - started
+        self.batch_expect(reply, "digest")
+        if reply.get("call") != j or type(reply.get("digest")) is not int:
+            raise CheckFailed(f"trusted batch: call {j}'s digest was due, not {str(reply)[:80]}: the batch loop "
+                              "was replaced")
+        return seconds, reply["digest"]
+
+    def batch_close(self, proc: CandidateProcess, checked: list[int], out_limit: int) -> dict:
+        """Name the calls whose outputs ``proc`` now reveals (after every digest is in); returns
+        them by call."""
+        spin = self.wire.spin_s(self.interpreter)
         proc.send({"calls": checked})
         got = {}
         for j in checked:
             reply, out = proc.receive(limit=out_limit, spin_s=spin)
-            expect(reply, "revealed")
+            self.batch_expect(reply, "revealed")
             if reply.get("call") != j:
                 raise CheckFailed(f"trusted batch: call {reply.get('call')}'s outputs came where call {j}'s were asked for")
             got[j] = self.received(reply.get("outputs", []), out, {}, f"trusted batch call {j}")
         reply, _ = proc.receive(limit=1 << 20)
         if not reply.get("ok"):
-            expect(reply, "ok")
-        return seeds, seconds, digests, checked, got
+            self.batch_expect(reply, "ok")
+        return got
+
+    def null_outputs(self, workload: dict, base: dict) -> list[dict]:
+        """What the pricing process returns (shapes and dtypes of the returned outputs): by the
+        signature, or from one reference call where a shape depends on the data."""
+        from d2k.execution.inputs import resolve_dtypes, spec_dtype, spec_shape
+
+        try:
+            dtypes = resolve_dtypes(workload, self.interpreter)
+            specs = {s["name"]: s for s in self.signature["outputs"]}
+            return [{"dtype": str(spec_dtype(specs[n], dtypes, self.interpreter)).replace("torch.", ""),
+                     "shape": [int(d) for d in spec_shape(specs[n], workload)]} for n in self.returned]
+        except Exception:  # a shape the signature cannot state ahead
+            expected = self.run_reference(self.fresh(base))
+            return [self.wire.describe(expected[n]) for n in self.returned]
 
     def batch(self, workload: dict) -> dict:
         """The trusted batch (batch.py): the solution's calls, each timed on this process's clock
         from its seed's sending to its digest's arrival, the checked calls named only after the
-        digests are in; then the same against a process holding no solution, which prices the
-        loop's own work and the round trip."""
+        digests are in. As many calls go to a process holding no solution, which prices the
+        loop's own work and the round trip. The two processes' calls are shuffled together, and
+        the process not being timed is stopped (freeze.py): work the solution leaves running
+        cannot pick which calls it slows, and its threads are stopped during the pricing calls.
+        Each side is priced by its warm calls (those right after one of its own)."""
         import statistics
 
         from d2k.execution import batch
+        from d2k.execution.freeze import Freezer
 
         settings = self.job.get("timing", {})
         base = self.inputs(workload, int(workload.get("seed", 0)) * 1_000_003)
@@ -697,32 +720,100 @@ class Checker:
         n = int(min(int(settings.get("batch_calls") or (60 if self.interpreter else 50)),
                     max(4, budget // max(self.reply_bytes(workload, base, calls=1) // 2, 1))))
         key = self.rng.getrandbits(62)
-        seeds, seconds, digests, checked, got = self.batch_round(self.candidate, workload, base, names, n, key,
-                                                                 max(1, int(settings.get("batch_checked", 3))))
+        seeds = [self.rng.getrandbits(62) for _ in range(n)]
+        null_seeds = [self.rng.getrandbits(62) for _ in range(n)]
+        result = {"calls": n,
+                  # on a GPU a round trip holds the host's time and a synchronisation: the flag
+                  # leaves this much room there (not yet measured)
+                  "allowance_ms": 0.0 if self.interpreter else float(settings.get("batch_allowance_ms", 0.05))}
+
+        def lost_null(exc: BaseException) -> None:  # the pricing process is the harness's own
+            result["null_error"] = f"{type(exc).__name__}: {exc}"[:300]
+            self.null_process(drop=True)
+
+        self.batch_open(self.candidate, base, names, n, key)
+        null = None
+        try:
+            null = self.null_process()
+            self.batch_open(null, base, names, n, self.rng.getrandbits(62), null=self.null_outputs(workload, base))
+        except (CandidateFailed, CheckFailed, OSError) as exc:
+            lost_null(exc)
+            null = None
+        freezers = {"solution": Freezer(self.candidate.proc.pid)}
+        if null is not None:
+            freezers["null"] = Freezer(null.proc.pid)
+        seconds, null_seconds, digests = [], [], []
+        # the two processes' calls in a random order the candidate cannot predict; a call that
+        # follows one of its own process's is "warm" (its caches hold its own work, as in a
+        # round of its own), one that follows the other's pays for what that one evicted
+        slots = ["s"] * n + (["n"] * n if null is not None else [])
+        self.rng.shuffle(slots)
+        order, warm = [], {"s": [], "n": []}
+        alone = {"solution": 0, "null": 0}  # calls timed while the other process's tree was stopped
+        try:
+            for slot in slots:
+                who, other = ("solution", "null") if slot == "s" else ("null", "solution")
+                if slot == "n" and null is None:
+                    continue
+                freezers[who].resume()
+                if other in freezers:
+                    alone[who] += bool(freezers[other].stop())
+                follows_own = bool(order) and order[-1] == slot
+                if slot == "s":
+                    t, digest = self.batch_call(self.candidate, len(seconds), seeds[len(seconds)])
+                    seconds.append(t)
+                    digests.append(digest)
+                else:
+                    try:
+                        t, _ = self.batch_call(null, len(null_seconds), null_seeds[len(null_seconds)])
+                    except (CandidateFailed, CheckFailed, OSError) as exc:
+                        freezers.pop("null").resume()
+                        lost_null(exc)
+                        null = None
+                        continue
+                    null_seconds.append(t)
+                order.append(slot)
+                if follows_own:
+                    warm[slot].append(t)
+            for freezer in freezers.values():
+                freezer.resume()
+            checked = sorted(self.rng.sample(range(n), min(n, max(1, int(settings.get("batch_checked", 3))))))
+            got = self.batch_close(self.candidate, checked, self.reply_bytes(workload, base, calls=1))
+        except BaseException:
+            if null is not None:  # its batch is left open: its protocol state is unknown
+                self.null_process(drop=True)
+            raise
+        finally:
+            for freezer in freezers.values():
+                freezer.resume()
+        if null is not None:
+            try:
+                self.batch_close(null, [], 1 << 20)
+            except (CandidateFailed, CheckFailed, OSError) as exc:
+                lost_null(exc)
+                null = None
         keys = batch.digest_keys(key, "cpu")
-        order = self.returned + self.mutated
+        output_names = self.returned + self.mutated
         for j, inputs in self.replay(base, names, seeds, checked, 1):
-            if int(batch.digest([got[j][k].cpu() for k in order], keys)) != digests[j]:
+            if int(batch.digest([got[j][k].cpu() for k in output_names], keys)) != digests[j]:
                 raise CheckFailed(f"trusted batch call {j} of {n}: its outputs are not the ones it committed to before "
                                   "the checked calls were named (results must be complete when the digest is sent)")
             expected = self.run_reference(self.fresh(inputs))
             outputs, expected = self.canonical(got[j], inputs), self.canonical(expected, inputs)
             self.compare(outputs, expected, f"trusted batch call {j} of {n} (results must be right on every call)")
             del expected, outputs
-        result = {"calls": n, "checked_calls": checked, "per_call_ms": round(statistics.median(seconds) * 1e3, 4),
-                  # on a GPU a round trip holds the host's time and a synchronisation: the flag
-                  # leaves this much room there (not yet measured)
-                  "allowance_ms": 0.0 if self.interpreter else float(settings.get("batch_allowance_ms", 0.05))}
-        null_outputs = [self.wire.describe(got[checked[0]][k]) for k in self.returned]
         del got
-        try:
-            _, null_seconds, *_ = self.batch_round(self.null_process(), workload, base, names, n,
-                                                   self.rng.getrandbits(62), 0,
-                                                   null=null_outputs)
-            result["null_per_call_ms"] = round(statistics.median(null_seconds) * 1e3, 4)
-        except (CandidateFailed, CheckFailed, OSError) as exc:  # the pricing process is the harness's own
-            result["null_error"] = f"{type(exc).__name__}: {exc}"[:300]
-            self.null_process(drop=True)
+
+        def median_ms(all_calls: list, warm_calls: list) -> float:
+            # the warm calls where there are enough of them (about half the calls are)
+            return round(statistics.median(warm_calls if len(warm_calls) >= WARM_CALLS_MIN else all_calls) * 1e3, 4)
+
+        result.update({"checked_calls": checked, "per_call_ms": median_ms(seconds, warm["s"]),
+                       "warm_calls": {"solution": len(warm["s"]), "null": len(warm["n"])}, "calls_alone": alone,
+                       "order": "".join(order), "samples_ms": [round(t * 1e3, 4) for t in seconds]})
+        if null is not None and len(null_seconds) == n:
+            result["null_per_call_ms"] = median_ms(null_seconds, warm["n"])
+            result["null_samples_ms"] = [round(t * 1e3, 4) for t in null_seconds]
         return result
 
     def evaluate(self, workload: dict) -> dict:

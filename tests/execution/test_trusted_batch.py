@@ -118,6 +118,12 @@ def test_honest_solutions_pass_with_the_batch_and_understated_ones_are_caught(tm
     assert expert["status"] == "passed", expert["reason"]
     tb = expert["timing"]["trusted_batch"]
     assert tb["calls"] == 60 and len(tb["checked_calls"]) == 3 and tb["per_call_ms"] > tb["null_per_call_ms"] > 0
+    # the two processes' calls shuffled together, each timed with the other stopped
+    assert sorted(tb["order"]) == ["n"] * 60 + ["s"] * 60 and "ss" in tb["order"] and "nn" in tb["order"]
+    pairs = list(zip(tb["order"], tb["order"][1:]))
+    assert tb["warm_calls"] == {"solution": pairs.count(("s", "s")), "null": pairs.count(("n", "n"))}
+    assert len(tb["samples_ms"]) == len(tb["null_samples_ms"]) == 60
+    assert min(tb["calls_alone"].values()) >= 54, tb["calls_alone"]
     # rebinding t0 through ctypes passes the in-process checks (open in SECURITY.md)
     assert rebind["status"] == "timing_suspect", (rebind["status"], rebind["reason"], rebind["timing"].get("trusted_batch"))
     assert "trusted side's own clock" in rebind["reason"]

@@ -12,7 +12,9 @@ while the solution's code is on the stack.
 expect: failed
 expect_gpu: failed|error
 (On the H200's Python 3.12 `_lsprof` goes through sys.monitoring, and `Profiler.enable` raised
-"ValueError: Another profiling tool is already active" at its first call: an error, no figure. 2026-12-05.)
+"ValueError: Another profiling tool is already active" at its first call: an error, no figure. 2026-12-05.
+No tool was active: `Profiler.enable` calls `sys.monitoring.use_tool_id` by name, the harness's
+refusal of it raised, and `_lsprof` words any failure there as that ValueError.)
 reason: is not available to a solution
 """
 import _lsprof

@@ -1,0 +1,78 @@
+"""freeze.py: the trusted batch stops the process it is not timing, threads and descendants
+included (a setsid daemon too), and resumes it whole."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from d2k.execution import freeze
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+# a process with a spinning thread, a child and a setsid grandchild; every one counts in a file
+TREE = r'''
+import os, sys, threading, time
+out = sys.argv[1]
+def count(tag):
+    n = 0
+    while True:
+        n += 1
+        if n % 2000 == 0:  # written whole, then renamed: a reader never sees it half written
+            with open(f"{out}.{tag}.new", "w") as f:
+                f.write(str(n))
+            os.replace(f"{out}.{tag}.new", f"{out}.{tag}")
+threading.Thread(target=count, args=("thread",), daemon=True).start()
+if os.fork() == 0:
+    if os.fork() == 0:
+        os.setsid()
+        count("daemon")
+    count("child")
+count("main")
+'''
+
+
+def _counts(base, tags) -> dict:
+    found = {}
+    for tag in tags:
+        try:
+            found[tag] = int(open(f"{base}.{tag}").read() or 0)
+        except (OSError, ValueError):
+            found[tag] = 0
+    return found
+
+
+def test_stop_holds_every_thread_and_descendant_and_resume_releases_them(tmp_path):
+    base = str(tmp_path / "count")
+    proc = subprocess.Popen([sys.executable, "-c", TREE, base], start_new_session=True)
+    tags = ("thread", "child", "daemon", "main")
+    try:
+        deadline = time.time() + 20
+        while not all(_counts(base, tags).values()) and time.time() < deadline:
+            time.sleep(0.05)
+        assert all(_counts(base, tags).values()), _counts(base, tags)
+        assert len(freeze.descendants(proc.pid)) == 3
+        freezer = freeze.Freezer(proc.pid, settle_s=2.0)
+        assert freezer.stop()
+        held = _counts(base, tags)
+        time.sleep(0.3)
+        assert _counts(base, tags) == held  # nothing moved while stopped
+        freezer.resume()
+        time.sleep(0.3)
+        moved = _counts(base, tags)
+        assert all(moved[t] > held[t] for t in tags), (held, moved)
+    finally:
+        for pid in reversed(freeze.descendants(proc.pid)):
+            subprocess.run(["kill", "-9", str(pid)], check=False)
+        proc.wait(timeout=10)
+
+
+def test_a_tree_that_is_gone_stops_nothing():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    freezer = freeze.Freezer(proc.pid)
+    assert freeze.descendants(proc.pid) == []
+    assert freezer.stop() and freezer.frozen == []
