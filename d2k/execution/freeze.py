@@ -24,9 +24,31 @@ from pathlib import Path
 PROC = Path("/proc")
 
 
+def _children_lists() -> bool:
+    """Does this kernel keep ``/proc/PID/task/TID/children`` (CONFIG_PROC_CHILDREN)?"""
+    return (PROC / "self" / "task" / str(os.getpid()) / "children").exists()
+
+
+def _parents() -> dict[int, list[int]]:
+    """Every process's children, from each one's parent in ``/proc/PID/stat`` (the slower way)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir(PROC):
+        if not entry.isdigit():
+            continue
+        try:
+            # the parent follows the state, after the command name (which may hold parentheses)
+            ppid = int((PROC / entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
 def descendants(root: int) -> list[int]:
     """``root`` and every process below it, parents before children (from each thread's
-    ``children`` list in ``/proc``); empty when ``root`` is gone."""
+    ``children`` list in ``/proc``, or every process's parent where the kernel keeps no such
+    list); empty when ``root`` is gone."""
+    by_parent = None if _children_lists() else _parents()
     found, queue = [], [root]
     while queue:
         pid = queue.pop(0)
@@ -36,6 +58,9 @@ def descendants(root: int) -> list[int]:
         except OSError:
             continue
         found.append(pid)
+        if by_parent is not None:
+            queue += by_parent.get(pid, [])
+            continue
         for tid in tids:
             try:
                 queue += [int(c) for c in (tasks / tid / "children").read_text().split()]

@@ -76,3 +76,19 @@ def test_a_tree_that_is_gone_stops_nothing():
     freezer = freeze.Freezer(proc.pid)
     assert freeze.descendants(proc.pid) == []
     assert freezer.stop() and freezer.frozen == []
+
+
+def test_without_children_lists_the_tree_comes_from_each_process_parent(tmp_path, monkeypatch):
+    base = str(tmp_path / "count")
+    proc = subprocess.Popen([sys.executable, "-c", TREE, base], start_new_session=True)
+    try:
+        deadline = time.time() + 20
+        while len(freeze.descendants(proc.pid)) < 3 and time.time() < deadline:
+            time.sleep(0.05)
+        with_lists = sorted(freeze.descendants(proc.pid))
+        monkeypatch.setattr(freeze, "_children_lists", lambda: False)
+        assert sorted(freeze.descendants(proc.pid)) == with_lists and len(with_lists) == 3
+    finally:
+        for pid in reversed(freeze.descendants(proc.pid)):
+            subprocess.run(["kill", "-9", str(pid)], check=False)
+        proc.wait(timeout=10)
