@@ -248,7 +248,12 @@ def timing_flags(timing: dict, samples: list[float]) -> list[str]:
     # call's cost as far as the loop's work cannot be skipped, so a figure under half of it was
     # understated inside the candidate's process.
     batch = timing.get("trusted_batch")
-    if primary and isinstance(batch, dict) and batch.get("per_call_ms") is not None \
+    if isinstance(batch, dict) and batch.get("null_error"):
+        # no price, no bound; and the solution can make the pricing process fail (on a GPU, by
+        # taking the device memory it needs), so a failed pricing is not a pass
+        flags.append(f"the trusted batch's pricing process failed ({str(batch['null_error'])[:160]}): the figure "
+                     "could not be checked against the trusted side's clock")
+    elif primary and isinstance(batch, dict) and batch.get("per_call_ms") is not None \
             and batch.get("null_per_call_ms") is not None:
         excess = float(batch["per_call_ms"]) - float(batch["null_per_call_ms"])
         median_ms = statistics.median(primary)
