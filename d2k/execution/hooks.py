@@ -41,6 +41,9 @@ CAPTURED = ("_getprofile", "_gettrace", "_gc_enabled", "_getsignal")
 # (module, name) of every function that installs code to run on the interpreter's events
 INSTALLERS = (
     (sys, "setprofile"), (sys, "settrace"), (sys, "addaudithook"),
+    # Python 3.12's C functions behind threading's *_all_threads (the Python wrappers call them by
+    # name, so replacing the wrappers alone left them reachable)
+    (sys, "_setprofileallthreads"), (sys, "_settraceallthreads"),
     (threading, "setprofile"), (threading, "settrace"),
     (threading, "setprofile_all_threads"), (threading, "settrace_all_threads"),
 )
@@ -69,7 +72,11 @@ def addaudithook(hook) -> None:
     return None
 
 
-VETOED_EVENTS = ("sys.addaudithook", "sys.setprofile", "sys.settrace")
+VETOED_EVENTS = ("sys.addaudithook", "sys.setprofile", "sys.settrace", "sys._setprofileallthreads",
+                 "sys._settraceallthreads")
+# refused whoever asks: nothing of the harness's or an honest library's needs them once the
+# harness's hook is in place
+VETOED_ALWAYS = ("sys.addaudithook", "sys._setprofileallthreads", "sys._settraceallthreads")
 
 
 def audit_veto(solution_frame):
@@ -84,10 +91,10 @@ def audit_veto(solution_frame):
     def veto(event, args):
         if event not in VETOED_EVENTS:
             return
-        if event == "sys.addaudithook":
-            # none is needed after the harness's own, whoever asks (a thread running exec'd code under
-            # another file name had no solution frame on its stack: thread_exec_audit_veto.py)
-            raise TimerTampered("sys.addaudithook is not available once the harness's own hook is in place")
+        if event in VETOED_ALWAYS:
+            # whoever asks (a thread running exec'd code under another file name had no solution
+            # frame on its stack: thread_exec_audit_veto.py, thread_exec_audit_veto_cuda.py)
+            raise TimerTampered(f"{event} is not available once the harness's own hook is in place")
         if solution_frame(getframe(1)) is not None:
             raise _not_available(event)
     return veto

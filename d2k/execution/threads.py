@@ -22,19 +22,33 @@ import os
 import sys
 import threading
 
-_realpath = os.path.realpath  # captured before any solution (a replaced one hid the solution's threads)
+# A file is known by its device and inode, read with os.stat's C function captured before any
+# solution: nothing Python runs on the way, so nothing the solution rebinds. posixpath.realpath
+# (used before 2026-12-05's session 20) looked os.lstat up by name at every call, and a solution
+# that replaced os.lstat ran its own code inside this check, from every reply, after the keep
+# decision: it fixed the kept copies of calls that had returned garbage (fixup_kept_lstat.py).
+# (No cache: its entries could be rewritten by the solution; a stat of a cached dentry costs a
+# microsecond or two, outside every timed window.)
+_stat = os.stat
+_str = str.__str__  # an exact str from a str subclass, without running the subclass's methods
 
 
-def _is_solution_frame(frame, solution_globals: dict | None, solution_file: str) -> bool:
+def file_id(name) -> tuple[int, int] | None:
+    """(device, inode) of the file ``name`` names (links followed); None if there is none."""
+    try:
+        st = _stat(_str(name) if type(name) is not str else name)
+    except (OSError, ValueError, TypeError):
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _is_solution_frame(frame, solution_globals: dict | None, solution_file: tuple | None) -> bool:
     code = frame.f_code
     if solution_globals is not None and frame.f_globals is solution_globals:
         return True
     # code exec'd from a string is not refused by its name: the standard library does that too
     # (dataclasses' generated __init__, namedtuple), in any thread
-    try:
-        return _realpath(code.co_filename or "") == solution_file
-    except (OSError, ValueError):
-        return False
+    return solution_file is not None and file_id(code.co_filename or "") == solution_file
 
 
 class ThreadWatch:
@@ -45,11 +59,11 @@ class ThreadWatch:
         self.before = set(sys._current_frames())
         # (globals,): a dict attribute would be frozen by its entries, which the solution changes
         self.solution_scope: tuple = (None,)
-        self.solution_file = ""
+        self.solution_file: tuple | None = None  # its (device, inode)
 
     def arm(self, solution_globals: dict | None, solution_file: str) -> None:
         self.solution_scope = (solution_globals,)
-        self.solution_file = _realpath(solution_file)
+        self.solution_file = file_id(solution_file)
 
     def solution_frame(self, frame):
         """The first frame of the solution's code on the stack from ``frame`` up, or None."""

@@ -95,7 +95,13 @@ class TimerGuard:
         self.protect("time.perf_counter", time, "perf_counter")
         if torch.cuda.is_available():
             self.Event = torch.cuda.Event
-            self.synchronize = torch.cuda.synchronize
+            # the C functions themselves: torch.cuda.synchronize and torch.cuda._sleep look
+            # torch._C._cuda_synchronize and torch._C._cuda_sleep up by name at every call, so a
+            # solution that replaced those ran its code between the inputs' last perturbation and
+            # the start event (precompute_perturbed_cuda.py, read in the code, 2026-12-05); both are
+            # called once CUDA is initialised (the inputs are on the device by then)
+            self.synchronize = getattr(torch._C, "_cuda_synchronize", None) or torch.cuda.synchronize
+            self.cuda_sleep = getattr(torch._C, "_cuda_sleep", None) or getattr(torch.cuda, "_sleep", None)
             for label, owner, attr in (("torch.cuda.Event", torch.cuda, "Event"),
                                        ("torch.cuda.synchronize", torch.cuda, "synchronize"),
                                        ("Event.record", torch.cuda.Event, "record"),
@@ -328,7 +334,7 @@ class CudaTimer:
         self.flush_sink = torch.zeros((), dtype=torch.int64, device=device)
         # Device-side hold before each timed call (see the module docstring); 0 disables it.
         self.hold_max_us = float(settings.get("hold_max_us", 2000.0))
-        self.sleep = getattr(torch.cuda, "_sleep", None)
+        self.sleep = guard.cuda_sleep
         # cycles per microsecond at the highest clock these GPUs reach; a slower clock only holds longer
         self.cycles_per_us = float(settings.get("hold_cycles_per_us", 2000.0))
         # the device span of each timed call from CUPTI activity records (see device_spans)

@@ -206,6 +206,17 @@ def test_the_probe_check_skips_an_unavailable_probe_and_old_side_stream_records(
                         [0.003] * 5) == []
 
 
+def test_a_probe_without_device_work_is_suspect():
+    # the probe's outputs must be written on the device; none there means they were made elsewhere
+    timing = _timing([0.003] * 5, 0.0)
+    timing["profile"]["kernels"] = 0
+    (flag,) = timing_flags(timing, [0.003] * 5)
+    assert "probe call launched no device work" in flag
+    honest = _timing([0.003] * 5, 1.65)
+    honest["profile"]["kernels"] = 1
+    assert timing_flags(honest, [0.003] * 5) == []
+
+
 def test_with_side_streams_the_busiest_stream_bounds_the_median():
     # two streams of 400 us each, overlapping: 800 us of kernels, but a 0.45 ms window is honest
     honest = _timing([0.45] * 5, 800.0, side_streams=True, method="events+device_sync")
