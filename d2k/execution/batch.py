@@ -1,4 +1,4 @@
-"""The trusted batch: a solution's calls run back to back and timed from the trusted side.
+"""The trusted batch: a solution's calls timed from the trusted side, their outputs in hand.
 
 Every figure the timing loop reports is measured inside the candidate's process, where a solution
 that reaches memory through ``ctypes`` can rewrite it (SECURITY.md, "What is not stopped"). The
@@ -6,39 +6,45 @@ batch is a cross-check that needs nothing on the candidate's side to be honest:
 
 1. The candidate gets the inputs and prepares them.
 2. For each of ``n`` calls the trusted side sends a perturbation seed and reads its own clock; the
-   candidate runs the call (on the inputs perturbed by the seeds up to it, as in the timing loop),
-   keeps a copy of its outputs and commits to them by sending their digest; the trusted side reads
-   its clock again when the digest arrives.
-3. Only then does the trusted side name the calls it checks. Their outputs must match their
-   committed digests and the reference on the same inputs.
+   candidate runs the call (on the inputs perturbed by the seeds up to it, as in the timing loop)
+   and sends its outputs back; the trusted side reads its clock again once it holds a private copy
+   of them (``wire.recv``: out of the pipe, or copied out of the shared arena).
+3. The trusted side compares ``k`` of the calls with the reference on the same inputs, chosen in
+   secret before the batch, and drops the others' outputs.
 
-No output can be computed before the seeds arrive, and none can be left for later: a call
-skipped or faked inside the clock needs a digest of outputs not yet computed, and is caught when it
-is checked (with ``k`` of ``n`` checked, a candidate that skips a fraction f of the calls goes
-unseen with probability about (1 - f)^k).
+No output can be computed before its seed arrives, and none can be finished after its round trip:
+the trusted side already holds it. A candidate that fakes a fraction f of the calls goes unseen
+with probability about (1 - f)^k. (Until 2026-12-05's session 20 the candidate kept its outputs and
+sent a keyed digest of them, linear in their bytes, under a key it was given: the red team fitted
+the low bits of right outputs, computed later, to digests it had sent for garbage, and passed.
+``benchmarks/studies/2026-12-05-session20-interleaved-batch/redteam``.)
 
-The trusted side runs the same protocol against a second candidate process of its own, which
-holds no solution code (a null solution: outputs allocated once, nothing computed), to price the
-loop's own work and the round trip in the same kind of process. The two processes' calls are
-shuffled together (the worker's ``Checker.batch``), and while one is timed the other's process
-tree is stopped (freeze.py): work the solution leaves running between its calls cannot choose to
-fall on the pricing calls, and its threads do not run during them. A call right after another
-process's call pays for the caches that one evicted (under the interpreter, about 0.4 ms after a
-7 ms call), so each side is priced by the median of its warm calls, those right after one of its
-own, as in a round of its own.
+The trusted side runs the same protocol against a second candidate process of its own, which holds
+no solution code (a null solution: outputs allocated once, nothing computed, sent back the same
+way), to price the loop's own work, the outputs' transfer and the round trip in the same kind of
+process. The two processes' calls are shuffled together (the worker's ``Checker.batch``), and while
+one is timed the other's process tree is stopped (freeze.py): work the solution leaves running
+between its calls cannot choose to fall on the pricing calls, and its threads do not run during
+them. A call right after the other process's pays for the caches that one evicted (under the
+interpreter, about 0.3 ms after a 7 ms call), so each side is priced by its warm calls, those right
+after one of its own, as in a round of its own; and by their low quantile (``PRICE_QUANTILE``), not
+their median, since a loaded machine slows long calls more often than short ones (the honest
+expert's warm median reached 2.5x its in-process median beside a parallel test run), while no
+call of the solution takes less than its own work.
 
-The difference of the two medians is a lower bound on what the solution's calls cost, as far as the loop's own work (perturbation,
-copies, digests) cannot be skipped, and it can be: a candidate that fuses the perturbation into its
-own kernel and skips the copies undercuts the null price. So the bound is loose by at most the
-loop's own cost per call, and it says most for long calls. On a GPU each round trip holds the
-call's host time and a synchronisation, so for short kernels it bounds the host's time more than
-the device span (not yet measured on the H200). Work already queued on the GPU keeps running
-while its process is stopped, but it cannot choose which call it slows: a warm pricing call comes
-at least two calls after the solution's last one, a warm solution call right after it, so work
-left behind reaches the solution's own warm calls before the pricing ones. (On a GPU a kernel left
-in the solution's context shares the SMs with its next call, while the pricing process's context
-waits for a time slice; how the two compare there is not measured.) Opt in with the timing
-setting ``trusted_batch``.
+The difference of the two prices is a lower bound on what the solution's calls cost, as far as the
+loop's own work (perturbation, transfer) cannot be skipped, and it can be in part: a candidate that
+fuses the perturbation into its own kernel undercuts the null price. So the bound is loose by at
+most the loop's own cost per call, and it says most for long calls. On a GPU each round trip holds
+the call's host time, a synchronisation and the outputs' copy to the host, so for short kernels it
+bounds the host's time more than the device span, and for large outputs the copy's noise (not yet
+measured on the H200). Work already queued on the GPU keeps running while its process is stopped,
+but it cannot choose which call it slows: a warm pricing call comes at least two calls after the
+solution's last one, a warm solution call right after it, so work left behind reaches the
+solution's own warm calls before the pricing ones. (On a GPU a kernel left in the solution's
+context shares the SMs with its next call, while the pricing process's context waits for a time
+slice; how the two compare there is not measured.) Opt in with the timing setting
+``trusted_batch``.
 """
 
 from __future__ import annotations
@@ -47,30 +53,17 @@ import torch
 
 from d2k.execution import wire
 
-KEY_WIDTH = 4096  # digest keys, tiled over each output's 4-byte words
+# each side's price: this quantile of its warm round trips
+PRICE_QUANTILE = 0.2
 
 
-def digest_keys(key: int, device) -> torch.Tensor:
-    """The digest's multipliers, drawn from ``key`` (the same on both sides)."""
-    generator = torch.Generator().manual_seed(int(key) & ((1 << 63) - 1))
-    return torch.randint(1, 2**31 - 1, (KEY_WIDTH,), generator=generator, dtype=torch.int64).to(device)
-
-
-def digest(tensors: list, keys: torch.Tensor) -> torch.Tensor:
-    """A keyed sum over the outputs' bytes, as 4-byte words times the keys, in int64 arithmetic
-    (wrapping, so the order of the sum does not matter): a 0-dim int64 tensor on ``keys``'s device,
-    the same for the same bytes on the CPU and on a GPU. Computing it needs every byte of the
-    outputs, and the keys are drawn per batch."""
-    total = torch.zeros((), dtype=torch.int64, device=keys.device)
-    for t in tensors:
-        raw = t.detach().contiguous().reshape(-1).view(torch.uint8)
-        pad = (-raw.numel()) % (4 * KEY_WIDTH)
-        if pad:
-            raw = torch.cat([raw, raw.new_zeros(pad)])
-        words = raw.view(torch.int32).view(-1, KEY_WIDTH).to(torch.int64)
-        # a polynomial in the outputs' sums: which output holds which bytes counts
-        total = total * 1_000_003 + (words * keys).sum()
-    return total
+def low_quantile(values: list[float], q: float = PRICE_QUANTILE) -> float:
+    """The ``q`` quantile of ``values`` (linear between the two nearest order statistics)."""
+    ordered = sorted(values)
+    at = q * (len(ordered) - 1)
+    below = int(at)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (at - below)
 
 
 def named_outputs(result, args: dict, returned: list[str], mutated: list[str]) -> dict | str:
@@ -98,16 +91,14 @@ def named_outputs(result, args: dict, returned: list[str], mutated: list[str]) -
 
 
 def batch_call(fn, pristine: dict, working: dict, names: list[str], seed: int, j: int, returned: list[str],
-               mutated: list[str], keys: torch.Tensor) -> tuple[int, dict]:
+               mutated: list[str]) -> dict:
     """Call ``j`` of a batch: the inputs perturbed by ``seed`` (cumulatively, as in the timing loop,
     so the trusted side replays them the same way), the inputs the op writes restored from the
-    perturbed values, ``fn`` called, a copy of its outputs kept by name; returns the copy's digest
-    (reading it waits for the device) and the copy."""
+    perturbed values, ``fn`` called; returns its outputs by name, to be sent at once."""
     wire.perturb(pristine, names, seed, j)
     for name in mutated:
         working[name].copy_(pristine[name])
     values = named_outputs(fn(**working), working, returned, mutated)
     if isinstance(values, str):
         raise ValueError(f"batch call {j}: {values}")
-    copies = {name: value.detach().clone() for name, value in values.items()}
-    return int(digest(list(copies.values()), keys)), copies
+    return values

@@ -163,14 +163,20 @@ class Candidate:
                              (timing.WallTimer, ("measure",)),
                              (timing, ("device_spans", "spans_from_events", "trace_events", "profile_streams", "l2_bytes")),
                              (wire, ("perturb", "pack", "unpack", "send", "recv", "byte_view", "spin_s",
-                                     "_write_all", "_read_exact", "wait_readable",
+                                     "_write_all", "_read_exact", "wait_readable", "blob_size", "describe",
+                                     "ARENA_MIN_BYTES", "MAX_HEADER", "WireError",
                                      "_TENSOR", "_TORCH", "_GENERATOR", "_PCG64", "_ARANGE", "_BYTE_VIEW")),
+                             # what reply() calls by name from this module, after the keep decision
+                             (sys.modules[__name__], ("_file_id",)),
                              (builtins, BUILTINS), (gc, ("enable", "disable", "collect")),
                              (torch._C, ("DisableTorchFunction",)),
                              (Candidate, ("outputs", "time", "call", "reply", "serve", "batch")),
                              (ThreadWatch, ("check", "refuse_solution_caller", "solution_frame")),
-                             (threads, ("_is_solution_frame",)), (batch, ("named_outputs",)),
-                             (sys, ("_current_frames",)),
+                             (threads, ("_is_solution_frame", "file_id", "_stat", "_str")),
+                             (batch, ("named_outputs",)),
+                             # reply() reads its caller's frame with sys._getframe, after the keep
+                             # decision: a replaced one ran the solution's code there
+                             (sys, ("_current_frames", "_getframe")),
                              # what the replies and commands are encoded, decoded and written with: a
                              # patched json.dumps could rewrite the timing on its way out, a patched
                              # json.loads the timing settings on their way in
@@ -185,7 +191,10 @@ class Candidate:
                              # what the timer looks up by name at run time: the profiler (the span),
                              # the hold and the flush (these through the C types, see TimerGuard)
                              (torch.profiler, ("profile", "record_function", "ProfilerActivity")),
-                             (torch.cuda, ("_sleep",)), (torch, ("sum",)),
+                             (torch.cuda, ("_sleep", "current_stream", "Stream")), (torch, ("sum",)),
+                             # what Event.record looks up by name (the current stream) on its way
+                             (torch._C, ("_cuda_getCurrentStream", "_cuda_sleep", "_cuda_synchronize",
+                                         "_CudaStreamBase", "_CudaEventBase")),
                              # the tensor methods that copy and serialise outputs on this side
                              (torch.Tensor, ("clone", "detach", "contiguous", "reshape", "view", "cpu", "numpy",
                                              "copy_", "zero_", "sum", "__torch_function__", "is_contiguous",
@@ -401,10 +410,10 @@ class Candidate:
 
     def batch(self, cmd: dict, blobs: list) -> tuple[dict, list]:
         """The trusted batch (batch.py): once the inputs are ready, each call on the seed the trusted
-        side sends for it, answered with the digest of its outputs; then the outputs of the calls
-        the trusted side names. With ``null`` (the trusted side's pricing process, which holds no
-        solution) the calls return outputs of those shapes allocated once and compute nothing.
-        Nothing here has to be honest: the trusted side keeps the clock and checks the digests."""
+        side sends for it, its outputs sent back at once. With ``null`` (the trusted side's pricing
+        process, which holds no solution) the calls return outputs of those shapes allocated once
+        and compute nothing. Nothing here has to be honest: the trusted side keeps the clock and
+        holds the outputs it checks before the next call starts."""
         import torch
 
         wire, batch = self.wire, self.batch_module
@@ -418,20 +427,15 @@ class Candidate:
             def fn(**_):
                 return empty[0] if len(empty) == 1 else empty
         working = {k: (v.clone() if k in mutated else v) for k, v in pristine.items()}
-        keys = batch.digest_keys(int(cmd["key"]), self.device)
         names = list(cmd["perturb"])
-        kept = []
         self.reply({"op": "ready"})
         spin = wire.spin_s(self.interpreter)
         for j in range(int(cmd["calls"])):
             seed, _ = wire.recv(self.cmd_fd, 0, spin_s=spin)
-            digest, copies = batch.batch_call(fn, pristine, working, names, int(seed["seed"]), j, returned, mutated, keys)
-            kept.append(copies)
-            self.reply({"op": "digest", "call": j, "digest": digest})
-        named, _ = wire.recv(self.cmd_fd, 0, spin_s=spin)
-        for j in named["calls"]:
-            metas, out = wire.pack(kept[int(j)])
-            self.reply({"op": "revealed", "call": int(j), "outputs": metas}, out)
+            values = batch.batch_call(fn, pristine, working, names, int(seed["seed"]), j, returned, mutated)
+            metas, out = wire.pack(values)
+            self.reply({"op": "outputs", "call": j, "outputs": metas}, out)
+            del values, out
         return {"ok": True}, []
 
     # -- the loop ---------------------------------------------------------------------------------

@@ -91,17 +91,22 @@ class Freezer:
     """Stops and resumes one process tree; ``works`` is False once a signal was refused (then
     ``stop`` does nothing)."""
 
-    def __init__(self, root: int, settle_s: float = 0.02):
+    def __init__(self, root: int, settle_s: float = 0.5):
         self.root = root
         self.settle_s = settle_s
         self.works = PROC.is_dir()
         self.frozen: list[int] = []
+        self.settled = False  # did every stopped process reach the stopped state in time
 
     def stop(self) -> bool:
         """Stop the tree; True when every process found is stopped. Repeats the walk until it finds
         nothing new, so a child forked during the walk is stopped too."""
         if not self.works:
             return False
+        if self.frozen:
+            # already stopped, and a stopped tree cannot fork: walking it again (thousands of
+            # threads a solution may start) only cost time next to the other process's call
+            return self.settled
         done = set(self.frozen)
         for _ in range(8):
             new = [p for p in descendants(self.root) if p not in done]
@@ -122,7 +127,8 @@ class Freezer:
         deadline = time.perf_counter() + self.settle_s
         while not all(_stopped(p) for p in self.frozen) and time.perf_counter() < deadline:
             time.sleep(0)
-        return all(_stopped(p) for p in self.frozen)
+        self.settled = all(_stopped(p) for p in self.frozen)
+        return self.settled
 
     def resume(self) -> None:
         """Resume what ``stop`` stopped (children after their parents were stopped: all at once)."""

@@ -383,7 +383,7 @@ class CheckedCalls:
 
 
 # the trusted batch prices each process from its warm calls (those after one of its own) when it
-# has at least this many, otherwise from all its calls
+# has at least this many, otherwise from all its calls (batch.PRICE_QUANTILE of them)
 WARM_CALLS_MIN = 8
 
 
@@ -639,11 +639,11 @@ class Checker:
             torch.cuda.empty_cache()
         return timing
 
-    def batch_open(self, proc: CandidateProcess, base: dict, names: list, calls: int, key: int,
+    def batch_open(self, proc: CandidateProcess, base: dict, names: list, calls: int,
                    null: list | None = None) -> None:
         """Start a trusted batch in ``proc`` (batch.py): the inputs go over, then ``ready``."""
         metas, blobs = self.wire.pack(base)
-        proc.send({"op": "batch", "inputs": metas, "perturb": names, "key": key, "calls": calls, "null": null,
+        proc.send({"op": "batch", "inputs": metas, "perturb": names, "calls": calls, "null": null,
                    "returned": self.returned, "mutated": self.mutated}, blobs)
         self.batch_expect(proc.receive(limit=1 << 20)[0], "ready")
 
@@ -656,35 +656,24 @@ class Checker:
         raise CheckFailed(f"trusted batch: the candidate answered {str(reply.get('op'))[:40]!r} where {op!r} was "
                           "due: the batch loop was replaced")
 
-    def batch_call(self, proc: CandidateProcess, j: int, seed: int) -> tuple[float, int]:
+    def batch_call(self, proc: CandidateProcess, j: int, seed: int, out_limit: int) -> tuple[float, dict, list]:
         """Call ``j`` of an open batch: its round trip on this process's clock, from sending the seed
-        to receiving the digest of its outputs; returns (seconds, digest)."""
+        to holding a private copy of the call's outputs; returns (seconds, reply, output bytes)."""
         started = time.perf_counter()
         proc.send({"seed": seed})
-        reply, _ = proc.receive(limit=1 << 20, spin_s=self.wire.spin_s(self.interpreter))
+        reply, out = proc.receive(limit=out_limit, spin_s=self.wire.spin_s(self.interpreter))
         seconds = time.perf_counter() - started
-        self.batch_expect(reply, "digest")
-        if reply.get("call") != j or type(reply.get("digest")) is not int:
-            raise CheckFailed(f"trusted batch: call {j}'s digest was due, not {str(reply)[:80]}: the batch loop "
+        self.batch_expect(reply, "outputs")
+        if reply.get("call") != j:
+            raise CheckFailed(f"trusted batch: call {j}'s outputs were due, not {str(reply)[:80]}: the batch loop "
                               "was replaced")
-        return seconds, reply["digest"]
+        return seconds, reply, out
 
-    def batch_close(self, proc: CandidateProcess, checked: list[int], out_limit: int) -> dict:
-        """Name the calls whose outputs ``proc`` now reveals (after every digest is in); returns
-        them by call."""
-        spin = self.wire.spin_s(self.interpreter)
-        proc.send({"calls": checked})
-        got = {}
-        for j in checked:
-            reply, out = proc.receive(limit=out_limit, spin_s=spin)
-            self.batch_expect(reply, "revealed")
-            if reply.get("call") != j:
-                raise CheckFailed(f"trusted batch: call {reply.get('call')}'s outputs came where call {j}'s were asked for")
-            got[j] = self.received(reply.get("outputs", []), out, {}, f"trusted batch call {j}")
+    def batch_close(self, proc: CandidateProcess) -> None:
+        """The end of ``proc``'s batch (its loop's final answer)."""
         reply, _ = proc.receive(limit=1 << 20)
         if not reply.get("ok"):
             self.batch_expect(reply, "ok")
-        return got
 
     def null_outputs(self, workload: dict, base: dict) -> list[dict]:
         """What the pricing process returns (shapes and dtypes of the returned outputs): by the
@@ -702,12 +691,13 @@ class Checker:
 
     def batch(self, workload: dict) -> dict:
         """The trusted batch (batch.py): the solution's calls, each timed on this process's clock
-        from its seed's sending to its digest's arrival, the checked calls named only after the
-        digests are in. As many calls go to a process holding no solution, which prices the
-        loop's own work and the round trip. The two processes' calls are shuffled together, and
-        the process not being timed is stopped (freeze.py): work the solution leaves running
-        cannot pick which calls it slows, and its threads are stopped during the pricing calls.
-        Each side is priced by its warm calls (those right after one of its own)."""
+        from its seed's sending until this process holds a copy of its outputs; ``batch_checked``
+        of them, chosen in secret beforehand, compared with the reference. As many calls go to a
+        process holding no solution, which prices the loop's own work, the transfer and the round
+        trip. The two processes' calls are shuffled together, and the process not being timed is
+        stopped (freeze.py): work the solution leaves running cannot pick which calls it slows,
+        and its threads are stopped during the pricing calls. Each side is priced by the low
+        quantile of its warm calls (those right after one of its own)."""
         import statistics
 
         from d2k.execution import batch
@@ -716,13 +706,15 @@ class Checker:
         settings = self.job.get("timing", {})
         base = self.inputs(workload, int(workload.get("seed", 0)) * 1_000_003)
         names = self.wire.perturbable(base, self.fixed)
+        out_limit = self.reply_bytes(workload, base, calls=1)
         budget = float(settings.get("batch_bytes") or (1e9 if self.interpreter else 4e9))
         n = int(min(int(settings.get("batch_calls") or (60 if self.interpreter else 50)),
-                    max(4, budget // max(self.reply_bytes(workload, base, calls=1) // 2, 1))))
-        key = self.rng.getrandbits(62)
+                    max(4, budget // max(out_limit // 2, 1))))
         seeds = [self.rng.getrandbits(62) for _ in range(n)]
         null_seeds = [self.rng.getrandbits(62) for _ in range(n)]
-        result = {"calls": n,
+        # which calls are compared: drawn now, known to this process only
+        checked = sorted(self.rng.sample(range(n), min(n, max(1, int(settings.get("batch_checked", 3))))))
+        result = {"calls": n, "checked_calls": checked, "price_quantile": batch.PRICE_QUANTILE,
                   # on a GPU a round trip holds the host's time and a synchronisation: the flag
                   # leaves this much room there (not yet measured)
                   "allowance_ms": 0.0 if self.interpreter else float(settings.get("batch_allowance_ms", 0.05))}
@@ -731,18 +723,18 @@ class Checker:
             result["null_error"] = f"{type(exc).__name__}: {exc}"[:300]
             self.null_process(drop=True)
 
-        self.batch_open(self.candidate, base, names, n, key)
+        self.batch_open(self.candidate, base, names, n)
         null = None
         try:
             null = self.null_process()
-            self.batch_open(null, base, names, n, self.rng.getrandbits(62), null=self.null_outputs(workload, base))
+            self.batch_open(null, base, names, n, null=self.null_outputs(workload, base))
         except (CandidateFailed, CheckFailed, OSError) as exc:
             lost_null(exc)
             null = None
         freezers = {"solution": Freezer(self.candidate.proc.pid)}
         if null is not None:
             freezers["null"] = Freezer(null.proc.pid)
-        seconds, null_seconds, digests = [], [], []
+        seconds, null_seconds, got = [], [], {}
         # the two processes' calls in a random order the candidate cannot predict; a call that
         # follows one of its own process's is "warm" (its caches hold its own work, as in a
         # round of its own), one that follows the other's pays for what that one evicted
@@ -760,12 +752,18 @@ class Checker:
                     alone[who] += bool(freezers[other].stop())
                 follows_own = bool(order) and order[-1] == slot
                 if slot == "s":
-                    t, digest = self.batch_call(self.candidate, len(seconds), seeds[len(seconds)])
+                    j = len(seconds)
+                    t, reply, out = self.batch_call(self.candidate, j, seeds[j], out_limit)
                     seconds.append(t)
-                    digests.append(digest)
+                    if j in checked:
+                        # kept as received, unpacked after the batch: a checked call must take the
+                        # trusted side no longer than another (a longer pause before the next seed
+                        # would tell the candidate that its remaining calls go unchecked)
+                        got[j] = (reply.get("outputs", []), out)
+                    del reply, out
                 else:
                     try:
-                        t, _ = self.batch_call(null, len(null_seconds), null_seeds[len(null_seconds)])
+                        t, *_ = self.batch_call(null, len(null_seconds), null_seeds[len(null_seconds)], out_limit)
                     except (CandidateFailed, CheckFailed, OSError) as exc:
                         freezers.pop("null").resume()
                         lost_null(exc)
@@ -777,8 +775,7 @@ class Checker:
                     warm[slot].append(t)
             for freezer in freezers.values():
                 freezer.resume()
-            checked = sorted(self.rng.sample(range(n), min(n, max(1, int(settings.get("batch_checked", 3))))))
-            got = self.batch_close(self.candidate, checked, self.reply_bytes(workload, base, calls=1))
+            self.batch_close(self.candidate)
         except BaseException:
             if null is not None:  # its batch is left open: its protocol state is unknown
                 self.null_process(drop=True)
@@ -788,31 +785,29 @@ class Checker:
                 freezer.resume()
         if null is not None:
             try:
-                self.batch_close(null, [], 1 << 20)
+                self.batch_close(null)
             except (CandidateFailed, CheckFailed, OSError) as exc:
                 lost_null(exc)
                 null = None
-        keys = batch.digest_keys(key, "cpu")
-        output_names = self.returned + self.mutated
         for j, inputs in self.replay(base, names, seeds, checked, 1):
-            if int(batch.digest([got[j][k].cpu() for k in output_names], keys)) != digests[j]:
-                raise CheckFailed(f"trusted batch call {j} of {n}: its outputs are not the ones it committed to before "
-                                  "the checked calls were named (results must be complete when the digest is sent)")
+            received = self.received(*got.pop(j), {}, f"trusted batch call {j}")
             expected = self.run_reference(self.fresh(inputs))
-            outputs, expected = self.canonical(got[j], inputs), self.canonical(expected, inputs)
+            outputs, expected = self.canonical(received, inputs), self.canonical(expected, inputs)
             self.compare(outputs, expected, f"trusted batch call {j} of {n} (results must be right on every call)")
             del expected, outputs
         del got
 
-        def median_ms(all_calls: list, warm_calls: list) -> float:
+        def price_ms(all_calls: list, warm_calls: list) -> float:
             # the warm calls where there are enough of them (about half the calls are)
-            return round(statistics.median(warm_calls if len(warm_calls) >= WARM_CALLS_MIN else all_calls) * 1e3, 4)
+            return round(batch.low_quantile(warm_calls if len(warm_calls) >= WARM_CALLS_MIN else all_calls) * 1e3, 4)
 
-        result.update({"checked_calls": checked, "per_call_ms": median_ms(seconds, warm["s"]),
+        result.update({"per_call_ms": price_ms(seconds, warm["s"]),
+                       "median_ms": round(statistics.median(seconds) * 1e3, 4),
                        "warm_calls": {"solution": len(warm["s"]), "null": len(warm["n"])}, "calls_alone": alone,
                        "order": "".join(order), "samples_ms": [round(t * 1e3, 4) for t in seconds]})
         if null is not None and len(null_seconds) == n:
-            result["null_per_call_ms"] = median_ms(null_seconds, warm["n"])
+            result["null_per_call_ms"] = price_ms(null_seconds, warm["n"])
+            result["null_median_ms"] = round(statistics.median(null_seconds) * 1e3, 4)
             result["null_samples_ms"] = [round(t * 1e3, 4) for t in null_seconds]
         return result
 

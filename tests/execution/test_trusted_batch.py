@@ -1,8 +1,8 @@
 """The trusted batch (d2k/execution/batch.py): a solution's calls timed by the trusted side's own
-clock, each call's outputs committed by a digest before the checked calls are named. It catches a
-figure understated inside the candidate's process, which the in-process layer cannot (the red
-team's ctypes rebinding of the loop's start time, open since 2026-12-05), and a batch faked in
-part is caught when checked."""
+clock until it holds each call's outputs, three of them, chosen in secret beforehand, compared with
+the reference. It catches a figure understated inside the candidate's process, which the
+in-process layer cannot (the red team's ctypes rebinding of the loop's start time, open since
+2026-12-05), and a batch faked in part is caught when checked."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
 
 from d2k.content import Benchmark
 from d2k.execution import batch, sandbox
@@ -20,17 +19,11 @@ from d2k.supervisor import Limits, timing_flags
 from d2k.sweep import Plan, run_sweep
 
 
-def test_the_digest_is_the_bytes_and_the_key():
-    keys = batch.digest_keys(7, "cpu")
-    x = torch.randn(3, 1000).to(torch.bfloat16)
-    odd = torch.arange(13, dtype=torch.int8)
-    assert int(batch.digest([x, odd], keys)) == int(batch.digest([x.clone(), odd.clone()], keys))
-    assert int(batch.digest([x.t().contiguous().t(), odd], keys)) == int(batch.digest([x, odd], keys))
-    changed = x.clone()
-    changed[2, 999] = changed[2, 999] + 1
-    assert int(batch.digest([changed, odd], keys)) != int(batch.digest([x, odd], keys))
-    assert int(batch.digest([x, odd], batch.digest_keys(8, "cpu"))) != int(batch.digest([x, odd], keys))
-    assert int(batch.digest([odd, x], keys)) != int(batch.digest([x, odd], keys))  # which output is which counts
+def test_the_price_is_a_low_quantile():
+    assert batch.low_quantile([5.0, 1.0, 3.0, 2.0, 4.0], 0.0) == 1.0
+    assert batch.low_quantile([5.0, 1.0, 3.0, 2.0, 4.0], 1.0) == 5.0
+    assert batch.low_quantile([5.0, 1.0, 3.0, 2.0, 4.0], 0.2) == pytest.approx(1.8)  # between the first two, linearly
+    assert batch.low_quantile([7.0], 0.2) == 7.0
 
 
 def _timing(median_ms: float, per_call_ms: float, null_ms: float) -> dict:
