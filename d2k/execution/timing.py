@@ -93,6 +93,7 @@ class TimerGuard:
         self.sum_ = torch._C._VariableFunctions.sum
         self.items: dict = {}
         self.protect("time.perf_counter", time, "perf_counter")
+        self.cuda_sleep = None
         if torch.cuda.is_available():
             self.Event = torch.cuda.Event
             # the C functions themselves: torch.cuda.synchronize and torch.cuda._sleep look
