@@ -65,6 +65,12 @@ def _count_triton_launches() -> None:
         cls.run = run
 
 
+# torch, bound by load() (before the solution is imported; the guard protects the name): an
+# `import torch` in a command reads sys.modules, where a solution's proxy module ran its code after
+# the keep decision (sysmodules_torch_fixup_kept.py, 2026-12-05)
+_torch = None
+
+
 def _file_id(fd: int) -> tuple:
     st = os.fstat(fd)
     return st.st_dev, st.st_ino
@@ -126,7 +132,10 @@ class Candidate:
 
     # -- commands ---------------------------------------------------------------------------------
     def load(self, cmd: dict) -> dict:
+        global _torch
         import torch
+
+        _torch = torch
 
         from d2k.execution import hooks, threads
         from d2k.execution.hooks import HookWatch
@@ -167,7 +176,7 @@ class Candidate:
                                      "ARENA_MIN_BYTES", "MAX_HEADER", "WireError",
                                      "_TENSOR", "_TORCH", "_GENERATOR", "_PCG64", "_ARANGE", "_BYTE_VIEW")),
                              # what reply() calls by name from this module, after the keep decision
-                             (sys.modules[__name__], ("_file_id",)),
+                             (sys.modules[__name__], ("_file_id", "_torch")),
                              (builtins, BUILTINS), (gc, ("enable", "disable", "collect")),
                              (torch._C, ("DisableTorchFunction",)),
                              (Candidate, ("outputs", "time", "call", "reply", "serve", "batch")),
@@ -191,7 +200,8 @@ class Candidate:
                              # what the timer looks up by name at run time: the profiler (the span),
                              # the hold and the flush (these through the C types, see TimerGuard)
                              (torch.profiler, ("profile", "record_function", "ProfilerActivity")),
-                             (torch.cuda, ("_sleep", "current_stream", "Stream")), (torch, ("sum",)),
+                             (torch.cuda, ("_sleep", "current_stream", "Stream")),
+                             (torch, ("sum", "profiler", "cuda", "_C", "Tensor")),
                              # what Event.record looks up by name (the current stream) on its way
                              (torch._C, ("_cuda_getCurrentStream", "_cuda_sleep", "_cuda_synchronize",
                                          "_CudaStreamBase", "_CudaEventBase")),
@@ -203,6 +213,7 @@ class Candidate:
                              (os, ("fstat",))):
             for attr in attrs:
                 self.guard.protect(f"{getattr(owner, '__name__', owner)}.{attr}", owner, attr)
+        self.guard.watch_modules()
         # the guard's own captured primitives and its table of originals, as they are now
         self.guard.freeze(self.guard, mutable=("frozen",))
         # the harness modules' globals whole: a name rebound in one (wire's json or bytes) ran the
@@ -233,7 +244,7 @@ class Candidate:
     def outputs(self, result, args: dict, returned: list[str], mutated: list[str]) -> tuple[list, list, dict]:
         """Outputs by name (returned ones, then inputs the op writes), with what the honest harness
         can tell about them; the trusted side trusts only the bytes."""
-        import torch
+        torch = _torch
 
         values = self.batch_module.named_outputs(result, args, returned, mutated)
         if isinstance(values, str):
@@ -268,7 +279,7 @@ class Candidate:
                 + (f" (it needs {', '.join(missing)}, which the task does not pass)" if missing else ""))
 
     def call(self, cmd: dict, blobs: list) -> tuple[dict, list]:
-        import torch
+        torch = _torch
 
         if cmd.get("reuse"):
             # the same inputs as the last call, rebuilt from the bytes kept then (a second call on
@@ -303,7 +314,7 @@ class Candidate:
         return {"ok": True, "outputs": metas, "facts": facts}, out_blobs
 
     def time(self, cmd: dict, blobs: list) -> tuple[dict, list]:
-        import torch
+        torch = _torch
 
         c_clone = torch._C.TensorBase.clone  # an immutable type's method: no solution can replace it
         # captured here, not looked up in after(): a replaced one ran the call's work there, after
@@ -352,6 +363,11 @@ class Candidate:
             return self.fn(**sets[i])
 
         def after(i, j, result):
+            # First, before any of the harness's Python runs: nothing the solution replaced during
+            # its call, even what would put itself back once it ran (a harness name rebound, a
+            # proxy in sys.modules), may be reached from here, where the window is closed and the
+            # copies and the keep decision are still to come (2026-12-05, session 20's red team)
+            self.guard.check()
             # Every call's outputs are copied before the call is announced and before the trusted
             # side says whether it keeps them, so what is checked cannot depend on that decision.
             # The copies use the C method (TensorBase is immutable) with torch functions disabled:
@@ -394,10 +410,16 @@ class Candidate:
         self.guard.freeze(timer, mutable=("_recording",))  # its flush buffer, mode, hold, methods
         launches = LAUNCHES["triton"]
         timing = timer.measure(call, n_sets, restore, probe=not self.interpreter, before=before, after=after)
+        timing["triton_launches"] = LAUNCHES["triton"] - launches
+        # the figures as measured, before the checks below run any Python: a name the solution had
+        # replaced ran its code inside them and divided the samples in place
+        # (signal_valid_signals_rewrite.py, gc_callbacks_len_rewrite.py, 2026-12-05)
+        measured = json.dumps(timing, sort_keys=True)
         self.guard.check()
         self.guard.thaw(timer)
-        timing["triton_launches"] = LAUNCHES["triton"] - launches
         threads_alive.update(self.threads.check())
+        if json.dumps(timing, sort_keys=True) != measured:
+            raise TimerTampered("the timing changed while the harness checked it")
         if threads_alive:
             timing["threads_alive"] = sorted(threads_alive)[:5]  # started since the import, running no solution code
         # the reply as it stands now, before the input sets are let go (what dies then may run code)
@@ -414,7 +436,7 @@ class Candidate:
         process, which holds no solution) the calls return outputs of those shapes allocated once
         and compute nothing. Nothing here has to be honest: the trusted side keeps the clock and
         holds the outputs it checks before the next call starts."""
-        import torch
+        torch = _torch
 
         wire, batch = self.wire, self.batch_module
         pristine = wire.unpack(cmd["inputs"], blobs, self.device)

@@ -36,7 +36,12 @@ from d2k.execution.timing import TimerTampered
 # names as they are: a solution replaced sys.getprofile with ``lambda: None``)
 # (signal.getsignal is Python that calls _signal.getsignal by name: the C one is captured)
 _getprofile, _gettrace, _gc_enabled, _getsignal = sys.getprofile, sys.gettrace, gc.isenabled, _signal.getsignal
-CAPTURED = ("_getprofile", "_gettrace", "_gc_enabled", "_getsignal")
+# signal.valid_signals and gc.callbacks were read by name in every check, and a solution's
+# replacements ran its code there (signal_valid_signals_rewrite.py, gc_callbacks_len_rewrite.py,
+# 2026-12-05): the C function and the collector's own list, captured
+_valid_signals = _signal.valid_signals
+_GC_CALLBACKS = gc.callbacks
+CAPTURED = ("_getprofile", "_gettrace", "_gc_enabled", "_getsignal", "_valid_signals", "_GC_CALLBACKS")
 
 # (module, name) of every function that installs code to run on the interpreter's events
 INSTALLERS = (
@@ -123,7 +128,7 @@ def _signal_name(sig: int) -> str:
 
 def _handlers() -> dict:
     found = {}
-    for sig in signal.valid_signals():
+    for sig in _valid_signals():
         try:
             found[sig] = _getsignal(sig)
         except (OSError, ValueError):
@@ -135,7 +140,7 @@ class HookWatch:
     """What may run the solution's code on the interpreter's events; refuses the installers."""
 
     def __init__(self):
-        self.gc_callbacks = tuple(gc.callbacks)
+        self.gc_callbacks = tuple(_GC_CALLBACKS)
         self.handlers = _handlers()
         self.monitoring = getattr(sys, "monitoring", None)
         self.tools = {t: self.monitoring.get_tool(t) for t in MONITORING_TOOLS} if self.monitoring else {}
@@ -172,7 +177,10 @@ class HookWatch:
             raise TimerTampered("the solution installed a profile or trace function for new threads")
         if self.monitoring is not None and any(self.monitoring.get_tool(t) != name for t, name in self.tools.items()):
             raise TimerTampered("the solution registered a sys.monitoring tool")
-        if len(gc.callbacks) != len(self.gc_callbacks) or any(a is not b for a, b in zip(gc.callbacks, self.gc_callbacks)):
+        if gc.callbacks is not _GC_CALLBACKS:
+            raise TimerTampered("the solution replaced gc.callbacks")
+        if len(_GC_CALLBACKS) != len(self.gc_callbacks) or any(
+                a is not b for a, b in zip(_GC_CALLBACKS, self.gc_callbacks)):
             raise TimerTampered("the solution added a garbage-collector callback")
         now = _handlers()
         changed = [s for s, h in now.items() if callable(h) and h is not self.handlers.get(s)]

@@ -22,6 +22,10 @@ import os
 import sys
 import threading
 
+# at module level: an import statement in a check reads sys.modules, where a solution's proxy
+# module ran its code inside the check (sysmodules_timing_threadwatch_rewrite.py, 2026-12-05)
+from d2k.execution.timing import TimerTampered
+
 # A file is known by its device and inode, read with os.stat's C function captured before any
 # solution: nothing Python runs on the way, so nothing the solution rebinds. posixpath.realpath
 # (used before 2026-12-05's session 20) looked os.lstat up by name at every call, and a solution
@@ -75,8 +79,6 @@ class ThreadWatch:
 
     def refuse_solution_caller(self, frame) -> None:
         """Raise ``TimerTampered`` if the solution's code is on this thread's stack from ``frame`` up."""
-        from d2k.execution.timing import TimerTampered
-
         found = self.solution_frame(frame)
         if found is not None:
             raise TimerTampered(f"the solution's code ({found.f_code.co_name}, line {found.f_lineno}) sent one "
@@ -85,8 +87,6 @@ class ThreadWatch:
     def check(self) -> list[str]:
         """Raise ``TimerTampered`` if a new thread runs the solution's code; otherwise return a
         short description of each other new thread still alive (at most five)."""
-        from d2k.execution.timing import TimerTampered
-
         others = []
         # The main thread's entry is this very frame: held in a local, it would make a cycle (the
         # frame refers to itself) that keeps this frame, its caller's and their locals (a timed

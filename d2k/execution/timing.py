@@ -33,6 +33,7 @@ import bisect
 import contextlib
 import json
 import os
+import sys
 import tempfile
 import time
 
@@ -49,6 +50,15 @@ class TimerTampered(RuntimeError):
 # __getattribute__ of a swapped module class (``module.__class__ = Sub`` is allowed) runs here.
 _type = type
 _dict_get = dict.get
+# the interpreter's own table (rebinding sys.modules does not replace it), in a tuple: the module's
+# frozen globals compare a dict by its entries, and the solution's own imports add to this one
+_SYS_MODULES = (sys.modules,)
+# modules the harness's code imports by name while it runs, kept as they were when the guard was
+# made: an `import` statement reads this table, and a proxy module of the solution's there ran
+# its code inside the harness's checks and after the keep decision (2026-12-05, session 20)
+WATCHED_MODULES = ("torch", "torch.cuda", "torch.profiler", "json", "os", "sys", "gc", "signal", "_signal",
+                   "threading", "struct", "time", "builtins", "d2k.execution.timing", "d2k.execution.threads",
+                   "d2k.execution.hooks", "d2k.execution.wire", "d2k.execution.batch", "__main__")
 _is_class = type.__instancecheck__.__get__(type)  # isinstance(x, type), as a C call
 _class_dict = type.__dict__["__dict__"].__get__   # a class's own namespace (a mappingproxy)
 _class_mro = type.__dict__["__mro__"].__get__
@@ -92,6 +102,7 @@ class TimerGuard:
         self.zero_ = torch._C.TensorBase.zero_
         self.sum_ = torch._C._VariableFunctions.sum
         self.items: dict = {}
+        self.modules: dict = {}
         self.protect("time.perf_counter", time, "perf_counter")
         self.cuda_sleep = None
         if torch.cuda.is_available():
@@ -128,7 +139,15 @@ class TimerGuard:
         mro = _class_mro(owner) if namespace is None else None
         self.items[label] = (owner, attr, _stored(owner, attr, namespace), _type(owner), namespace, mro)
 
+    def watch_modules(self) -> None:
+        """Keep ``WATCHED_MODULES``' entries in ``sys.modules`` as they are now (call it before the
+        solution is imported, once the harness's modules are)."""
+        self.modules = {name: _dict_get(_SYS_MODULES[0], name, None) for name in WATCHED_MODULES}
+
     def check(self) -> None:
+        for name, module in self.modules.items():
+            if _dict_get(_SYS_MODULES[0], name, None) is not module:
+                raise TimerTampered(f"the solution replaced sys.modules[{name!r}]")
         # the frozen objects first: the guard's own table of originals is one of them
         for obj, mutable, attrs, kind in self.frozen:
             if _type(obj) is not kind:  # a class of the solution's could shadow an attribute with a property
