@@ -107,7 +107,7 @@ class Freezer:
             # already stopped, and a stopped tree cannot fork: walking it again (thousands of
             # threads a solution may start) only cost time next to the other process's call
             return self.settled
-        done = set(self.frozen)
+        done: set[int] = set()
         for _ in range(8):
             new = [p for p in descendants(self.root) if p not in done]
             if not new:
@@ -125,10 +125,11 @@ class Freezer:
                 self.frozen.append(pid)
         # SIGSTOP lands when each thread is next scheduled; wait (briefly) until it has
         deadline = time.perf_counter() + self.settle_s
-        while not all(_stopped(p) for p in self.frozen) and time.perf_counter() < deadline:
+        while True:
+            self.settled = all(_stopped(p) for p in self.frozen)
+            if self.settled or time.perf_counter() >= deadline:
+                return self.settled
             time.sleep(0)
-        self.settled = all(_stopped(p) for p in self.frozen)
-        return self.settled
 
     def resume(self) -> None:
         """Resume what ``stop`` stopped (children after their parents were stopped: all at once)."""

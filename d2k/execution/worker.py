@@ -486,18 +486,23 @@ class Checker:
         """The most tensor bytes a reply may announce: twice what ``calls`` calls' outputs take by the
         signature (plus 1 MiB), so a candidate cannot make this process allocate without bound;
         the configured ceiling where an output's size cannot be computed ahead."""
-        from d2k.execution.inputs import numel, resolve_dtypes, spec_dtype, spec_shape, tensor_bytes
+        from d2k.execution.inputs import numel, tensor_bytes
 
         total = tensor_bytes({name: inputs[name] for name in self.mutated})
         try:
-            dtypes = resolve_dtypes(workload, self.interpreter)
-            for spec in self.signature["outputs"]:
-                if not spec.get("inplace"):
-                    dtype = spec_dtype(spec, dtypes, self.interpreter)
-                    total += numel(spec_shape(spec, workload)) * dtype.itemsize
+            total += sum(numel(shape) * dtype.itemsize for dtype, shape in self.returned_specs(workload))
         except Exception:  # a shape the signature cannot state ahead (data-dependent)
             return self.candidate.reply_limit
         return min(self.candidate.reply_limit, 2 * total * calls + (1 << 20))
+
+    def returned_specs(self, workload: dict) -> list[tuple]:
+        """(dtype, shape) of each returned output by the signature, in order; raises where a shape
+        cannot be stated ahead (it depends on the data)."""
+        from d2k.execution.inputs import resolve_dtypes, spec_dtype, spec_shape
+
+        dtypes = resolve_dtypes(workload, self.interpreter)
+        specs = {s["name"]: s for s in self.signature["outputs"]}
+        return [(spec_dtype(specs[n], dtypes, self.interpreter), spec_shape(specs[n], workload)) for n in self.returned]
 
     def canonical(self, outputs: dict, inputs: dict) -> dict:
         """Outputs in the task's canonical form (e.g. order-free results sorted), if it defines one."""
@@ -678,13 +683,9 @@ class Checker:
     def null_outputs(self, workload: dict, base: dict) -> list[dict]:
         """What the pricing process returns (shapes and dtypes of the returned outputs): by the
         signature, or from one reference call where a shape depends on the data."""
-        from d2k.execution.inputs import resolve_dtypes, spec_dtype, spec_shape
-
         try:
-            dtypes = resolve_dtypes(workload, self.interpreter)
-            specs = {s["name"]: s for s in self.signature["outputs"]}
-            return [{"dtype": str(spec_dtype(specs[n], dtypes, self.interpreter)).replace("torch.", ""),
-                     "shape": [int(d) for d in spec_shape(specs[n], workload)]} for n in self.returned]
+            return [{"dtype": str(dtype).replace("torch.", ""), "shape": [int(d) for d in shape]}
+                    for dtype, shape in self.returned_specs(workload)]
         except Exception:  # a shape the signature cannot state ahead
             expected = self.run_reference(self.fresh(base))
             return [self.wire.describe(expected[n]) for n in self.returned]
@@ -731,58 +732,57 @@ class Checker:
         except (CandidateFailed, CheckFailed, OSError) as exc:
             lost_null(exc)
             null = None
-        freezers = {"solution": Freezer(self.candidate.proc.pid)}
+        freezers = {"s": Freezer(self.candidate.proc.pid)}
         if null is not None:
-            freezers["null"] = Freezer(null.proc.pid)
+            freezers["n"] = Freezer(null.proc.pid)
         seconds, null_seconds, got = [], [], {}
-        # the two processes' calls in a random order the candidate cannot predict; a call that
-        # follows one of its own process's is "warm" (its caches hold its own work, as in a
-        # round of its own), one that follows the other's pays for what that one evicted
+        # the two processes' calls ("s" the solution's, "n" the pricing process's) in a random order
+        # the candidate cannot predict; a call that follows one of its own process's is "warm" (its
+        # caches hold its own work, as in a round of its own), one that follows the other's pays
+        # for what that one evicted
         slots = ["s"] * n + (["n"] * n if null is not None else [])
         self.rng.shuffle(slots)
         order, warm = [], {"s": [], "n": []}
-        alone = {"solution": 0, "null": 0}  # calls timed while the other process's tree was stopped
+        alone = {"s": 0, "n": 0}  # calls timed while the other process's tree was stopped
         try:
-            for slot in slots:
-                who, other = ("solution", "null") if slot == "s" else ("null", "solution")
-                if slot == "n" and null is None:
-                    continue
-                freezers[who].resume()
-                if other in freezers:
-                    alone[who] += bool(freezers[other].stop())
-                follows_own = bool(order) and order[-1] == slot
-                if slot == "s":
-                    j = len(seconds)
-                    t, reply, out = self.batch_call(self.candidate, j, seeds[j], out_limit)
-                    seconds.append(t)
-                    if j in checked:
-                        # kept as received, unpacked after the batch: a checked call must take the
-                        # trusted side no longer than another (a longer pause before the next seed
-                        # would tell the candidate that its remaining calls go unchecked)
-                        got[j] = (reply.get("outputs", []), out)
-                    del reply, out
-                else:
-                    try:
-                        t, *_ = self.batch_call(null, len(null_seconds), null_seeds[len(null_seconds)], out_limit)
-                    except (CandidateFailed, CheckFailed, OSError) as exc:
-                        freezers.pop("null").resume()
-                        lost_null(exc)
-                        null = None
+            try:
+                for slot in slots:
+                    if slot == "n" and null is None:
                         continue
-                    null_seconds.append(t)
-                order.append(slot)
-                if follows_own:
-                    warm[slot].append(t)
-            for freezer in freezers.values():
-                freezer.resume()
+                    other = "n" if slot == "s" else "s"
+                    freezers[slot].resume()
+                    if other in freezers:
+                        alone[slot] += bool(freezers[other].stop())
+                    if slot == "s":
+                        j = len(seconds)
+                        t, reply, out = self.batch_call(self.candidate, j, seeds[j], out_limit)
+                        seconds.append(t)
+                        if j in checked:
+                            # kept as received, unpacked after the batch: a checked call must take
+                            # the trusted side no longer than another (a longer pause before the
+                            # next seed would tell the candidate its remaining calls go unchecked)
+                            got[j] = (reply.get("outputs", []), out)
+                        del reply, out
+                    else:
+                        try:
+                            t, *_ = self.batch_call(null, len(null_seconds), null_seeds[len(null_seconds)], out_limit)
+                        except (CandidateFailed, CheckFailed, OSError) as exc:
+                            freezers.pop("n").resume()
+                            lost_null(exc)
+                            null = None
+                            continue
+                        null_seconds.append(t)
+                    if order and order[-1] == slot:
+                        warm[slot].append(t)
+                    order.append(slot)
+            finally:
+                for freezer in freezers.values():
+                    freezer.resume()
             self.batch_close(self.candidate)
         except BaseException:
             if null is not None:  # its batch is left open: its protocol state is unknown
                 self.null_process(drop=True)
             raise
-        finally:
-            for freezer in freezers.values():
-                freezer.resume()
         if null is not None:
             try:
                 self.batch_close(null)
@@ -803,7 +803,8 @@ class Checker:
 
         result.update({"per_call_ms": price_ms(seconds, warm["s"]),
                        "median_ms": round(statistics.median(seconds) * 1e3, 4),
-                       "warm_calls": {"solution": len(warm["s"]), "null": len(warm["n"])}, "calls_alone": alone,
+                       "warm_calls": {"solution": len(warm["s"]), "null": len(warm["n"])},
+                       "calls_alone": {"solution": alone["s"], "null": alone["n"]},
                        "order": "".join(order), "samples_ms": [round(t * 1e3, 4) for t in seconds]})
         if null is not None and len(null_seconds) == n:
             result["null_per_call_ms"] = price_ms(null_seconds, warm["n"])
