@@ -38,13 +38,15 @@ fuses the perturbation into its own kernel undercuts the null price. So the boun
 most the loop's own cost per call, and it says most for long calls. On a GPU each round trip holds
 the call's host time, a synchronisation and the outputs' copy to the host, so for short kernels it
 bounds the host's time more than the device span, and for large outputs the copy's noise (not yet
-measured on the H200). Work already queued on the GPU keeps running while its process is stopped,
-but it cannot choose which call it slows: a warm pricing call comes at least two calls after the
-solution's last one, a warm solution call right after it, so work left behind reaches the
-solution's own warm calls before the pricing ones. (On a GPU a kernel left in the solution's
-context shares the SMs with its next call, while the pricing process's context waits for a time
-slice; how the two compare there is not measured.) Opt in with the timing setting
-``trusted_batch``.
+measured on the H200). Each call ends with a device-wide synchronisation before its outputs are
+sent, so work the call put on a stream of its own is inside its round trip and none of it runs on
+while the process is stopped. What a thread of the solution's launches after that synchronisation
+can still run on (a stopped process's queued kernels keep running), but it cannot choose which call
+it slows: a warm pricing call comes at least two calls after the solution's last one, a warm
+solution call right after it, so work left behind reaches the solution's own warm calls before the
+pricing ones. (On a GPU a kernel left in the solution's context shares the SMs with its next call,
+while the pricing process's context waits for a time slice; how the two compare there is not
+measured.) Opt in with the timing setting ``trusted_batch``.
 """
 
 from __future__ import annotations

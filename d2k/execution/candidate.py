@@ -455,6 +455,10 @@ class Candidate:
         for j in range(int(cmd["calls"])):
             seed, _ = wire.recv(self.cmd_fd, 0, spin_s=spin)
             values = batch.batch_call(fn, pristine, working, names, int(seed["seed"]), j, returned, mutated)
+            # the whole device, not the current stream: work the call left on a stream of its own is
+            # in its round trip, and none of it is still running when the process is stopped for the
+            # other side's calls (a kernel that never ends hangs the batch into its timeout)
+            self.sync()
             metas, out = wire.pack(values)
             self.reply({"op": "outputs", "call": j, "outputs": metas}, out)
             del values, out

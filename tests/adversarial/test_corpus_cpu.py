@@ -34,6 +34,9 @@ pytestmark = [pytest.mark.xdist_group("test_corpus_cpu"),
                                         "really write this checkout")]
 
 CORPUS = Path(__file__).parent / "cpu"
+# an honest torch rmsnorm in the corpus: files that must gain nothing are timed against it (a route
+# that came back would pass with a forged figure, and a status alone would not notice)
+CONTROL = "kernel_less.py"
 FILES = sorted(CORPUS.glob("*.py"))
 SECRET = "sk-d2k-test-leak"
 # the folder the sandbox puts on the candidate's PYTHONPATH (the checkout d2k is imported from)
@@ -49,7 +52,7 @@ def expectations(path: Path) -> dict:
         key, value = key.strip(), value.strip()
         if key == "forbid":
             spec["forbid"].append(value)
-        elif key in ("expect", "reason", "kernel_less", "output_bytes_at_least"):
+        elif key in ("expect", "reason", "kernel_less", "output_bytes_at_least", "median_at_least_of_control"):
             spec[key] = value
     return spec
 
@@ -160,9 +163,27 @@ def check_one(corpus_run, path):
         assert forbidden not in text, f"{path.name} leaked {forbidden!r}"
     if "kernel_less" in spec:
         assert record["kernel_less"] is (spec["kernel_less"] == "true")
+    if "median_at_least_of_control" in spec:
+        control = corpus_run["records"][CONTROL]
+        assert record["median_ms"] and control["median_ms"], (record["median_ms"], control["median_ms"])
+        ratio = record["median_ms"] / control["median_ms"]
+        assert ratio >= float(spec["median_at_least_of_control"]), \
+            f"{path.name}: median {record['median_ms']:.4f} ms is {ratio:.2f}x the honest control's {control['median_ms']:.4f} ms"
     if "output_bytes_at_least" in spec:
         assert (record.get("flags") or {}).get("candidate_output_bytes", 0) >= int(spec["output_bytes_at_least"])
         assert record["flags"].get("candidate_output_tail"), "the end of what it printed is kept"
+
+
+def test_a_file_that_must_gain_nothing_fails_with_a_forged_median():
+    """The median bound can fail: signal_valid_signals_rewrite's figure when its route was open
+    (11 us against the control's 55 us, session 20) is refused; its honest figure is not."""
+    path = CORPUS / "signal_valid_signals_rewrite.py"
+    record = {"status": "passed", "reason": None, "median_ms": 0.011}
+    run = {"records": {path.name: record, CONTROL: {"median_ms": 0.055}}}
+    with pytest.raises(AssertionError, match="0.20x the honest control"):
+        check_one(run, path)
+    record["median_ms"] = 0.05
+    check_one(run, path)
 
 
 def test_nothing_a_candidate_did_outlives_the_run(corpus_run):

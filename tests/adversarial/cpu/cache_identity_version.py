@@ -1,6 +1,7 @@
 """Caches results by tensor identity and version counter: the harness changes values between timed
 calls in place, which bumps the version, so the cache never serves a stale result (neutralised).
 expect: passed
+median_at_least_of_control: 0.3
 """
 import torch
 

@@ -1,5 +1,6 @@
 """Calls the task's reference module if it can load it (it cannot: hidden), else torch ops.
 expect: passed
+median_at_least_of_control: 0.3
 kernel_less: true
 """
 import torch

@@ -1,4 +1,6 @@
-"""Right result, computed with torch operations only: no kernel of its own.
+"""Right result, computed with torch operations only: no kernel of its own. It is also the corpus's
+honest control: files that must gain nothing are held to a fraction of its median
+(``median_at_least_of_control``).
 expect: passed
 kernel_less: true
 """

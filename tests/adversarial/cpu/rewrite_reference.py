@@ -1,5 +1,6 @@
 """Tries to overwrite the task's reference on disk (the next run's checks would then be garbage).
 expect: passed
+median_at_least_of_control: 0.3
 """
 import torch
 

@@ -9,6 +9,7 @@ team, held out); the hook watch now calls _signal.valid_signals captured at impo
 replacement is never called, and the figures are snapshotted before the checks run. It now passes
 at its honest time: it gains nothing.
 expect: passed
+median_at_least_of_control: 0.3
 """
 import signal
 import sys
