@@ -24,6 +24,7 @@ import json
 import json.decoder
 import json.encoder
 import json.scanner
+import json.tool  # noqa: F401 - before the guard freezes the json package (below)
 import os
 import struct
 import sys
@@ -174,9 +175,10 @@ class Candidate:
                              (wire, ("perturb", "pack", "unpack", "send", "recv", "byte_view", "spin_s",
                                      "_write_all", "_read_exact", "wait_readable", "blob_size", "describe",
                                      "ARENA_MIN_BYTES", "MAX_HEADER", "WireError",
-                                     "_TENSOR", "_TORCH", "_GENERATOR", "_PCG64", "_ARANGE", "_BYTE_VIEW")),
+                                     "_TENSOR", "_TORCH", "_GENERATOR", "_SEED", "_ITEM", "_NO_TORCH_FUNCTION",
+                                     "_BYTE_VIEW")),
                              # what reply() calls by name from this module, after the keep decision
-                             (sys.modules[__name__], ("_file_id", "_torch")),
+                             (sys.modules[__name__], ("_file_id", "_torch", "LAUNCHES")),
                              (builtins, BUILTINS), (gc, ("enable", "disable", "collect")),
                              (torch._C, ("DisableTorchFunction",)),
                              (Candidate, ("outputs", "time", "call", "reply", "serve", "batch")),
@@ -220,6 +222,13 @@ class Candidate:
         # solution's code in the reply or the perturbation (wire_json_binding.py, round 3)
         for module in (wire, timing, hooks, threads, batch):
             self.guard.freeze(module)
+        # json's own modules whole too: json.dumps reads JSONEncoder from its globals at every call
+        # and json.loads detect_encoding, so a rebound name there ran the solution's code as the
+        # harness encoded a reply or decoded the keep decision (json_module_encoder_binding.py,
+        # json_detect_encoding_defer.py, session 21's red team). json.tool is imported with this module: an
+        # honest solution importing it would otherwise add a key to the package.
+        for module in (json, json.encoder, json.decoder, json.scanner):
+            self.guard.freeze(module)
         self.threads = ThreadWatch()  # which threads exist before the solution's code runs
         self.threads.arm(None, cmd["path"])  # its file now; its module's globals once imported
         # the interpreter's own veto on hook installers, whatever route the solution takes to them
@@ -232,7 +241,7 @@ class Candidate:
         self.fn, module = _load(cmd["path"], cmd.get("entry_point", "run"), cmd.get("kind", "file"))
         # the module object itself, not sys.modules' entry (a decoy there hid the solution's threads)
         self.threads.arm(module.__dict__, cmd["path"])
-        self.guard.freeze(self.threads, mutable=("before",))  # which code counts as the solution's
+        self.guard.freeze(self.threads)  # which code counts as the solution's, and which threads were there
         # no automatic collection from here on: a __del__ of the solution's garbage (or a gc
         # callback) would run inside the harness's code, outside the timed window; the harness
         # collects after each reply (gc.enable does nothing for the solution: hooks.py)
@@ -320,6 +329,7 @@ class Candidate:
         # captured here, not looked up in after(): a replaced one ran the call's work there, after
         # the window (disable_torch_function_patch.py)
         no_torch_function = torch._C.DisableTorchFunction
+        Tensor = torch.Tensor  # compared by identity in after()
 
         CudaTimer, WallTimer, TimerTampered = self.timers  # imported before the solution, not looked up now
         wire = self.wire
@@ -348,10 +358,19 @@ class Candidate:
             self.guard.check()
             if any(type(k) is not str for k in pristine[i]) or any(type(k) is not str for k in sets[i]):
                 raise TimerTampered("the solution put a key of its own into the harness's input sets")
-            if any(type(t) is torch.Tensor and t.__dict__ for d in (pristine[i], sets[i]) for t in d.values()):
-                # an object hung on an input runs its __del__ when the harness lets the sets go
-                # (input_attr_del_rewrite.py rewrote the timing reply so, round 3)
-                raise TimerTampered("the solution attached attributes to the harness's input tensors")
+            for d in (pristine[i], sets[i]):
+                for t in d.values():
+                    kind = type(t)
+                    if kind is torch.Tensor:
+                        if t.__dict__:
+                            # an object hung on an input runs its __del__ when the harness lets the
+                            # sets go (input_attr_del_rewrite.py rewrote the timing reply so, round 3)
+                            raise TimerTampered("the solution attached attributes to the harness's input tensors")
+                    elif not (kind is int or kind is float or kind is bool or t is None):
+                        # an input's class swapped for a subclass of the solution's ran its
+                        # __torch_function__ inside the perturbation and computed the output there,
+                        # before the clock (input_class_perturb_precompute.py, session 21's red team)
+                        raise TimerTampered(f"the solution changed the type of an input to {kind.__name__}")
             self.reply({"op": "seed", "call": j})
             answer, _ = wire.recv(self.cmd_fd, 0, spin_s=wire.spin_s(self.interpreter))
             # a plain int, held in this frame only (a dict of seeds ran the __eq__ of keys a solution
@@ -372,19 +391,22 @@ class Candidate:
             # side says whether it keeps them, so what is checked cannot depend on that decision.
             # The copies use the C method (TensorBase is immutable) with torch functions disabled:
             # nothing the solution patched or pushed can compute them.
-            # Only exact types are read: the copy of a list subclass ran the solution's __iter__ after
-            # the window closed, and its __getitem__ again after the keep decision (a lazy list
-            # computed only the calls that were checked and returned zeros from the others).
-            if not (result is None or type(result) in (torch.Tensor, tuple, list)):
-                raise TimerTampered(f"timed call {j} returned a {type(result).__module__}.{type(result).__qualname__}: "
+            # Only exact types are read, and they are told by identity: the copy of a list subclass
+            # ran the solution's __iter__ after the window closed, and its __getitem__ again after the
+            # keep decision (a lazy list computed only the calls that were checked and returned zeros
+            # from the others); ``type(result) in (...)`` ran the __eq__ of a metaclass of the
+            # solution's, which did the call's work there (metaclass_eq_result_defer.py, session 21).
+            kind = type(result)
+            if not (result is None or kind is Tensor or kind is tuple or kind is list):
+                raise TimerTampered(f"timed call {j} returned a {kind.__module__}.{kind.__qualname__}: "
                                     "a result must be exactly a torch.Tensor, a tuple or a list (a subclass runs its "
                                     "own code when the harness reads it)")
             with no_torch_function():
                 copies = result
-                if type(result) is torch.Tensor:
+                if kind is Tensor:
                     copies = c_clone(result)
                 elif result is not None:
-                    copies = tuple(c_clone(r) if type(r) is torch.Tensor else r for r in result)
+                    copies = tuple(c_clone(r) if type(r) is Tensor else r for r in result)
                 written = {name: c_clone(sets[i][name]) for name in mutated}
             threads_alive.update(self.threads.check())  # between calls: no solution code may be running
             self.reply({"op": "issued", "call": j})
@@ -408,9 +430,17 @@ class Candidate:
         settings = cmd.get("settings", {})
         timer = WallTimer(self.guard, settings) if self.interpreter else CudaTimer("cuda", self.guard, settings)
         self.guard.freeze(timer, mutable=("_recording",))  # its flush buffer, mode, hold, methods
-        launches = LAUNCHES["triton"]
+        def launch_count() -> int:
+            # the counter's value is the solution's to write (its launches raise it): an int of a
+            # subclass of its own would run its __sub__ here, before the figures are snapshotted
+            count = LAUNCHES["triton"]
+            if type(count) is not int:
+                raise TimerTampered("the solution replaced the harness's launch counter")
+            return count
+
+        launches = launch_count()
         timing = timer.measure(call, n_sets, restore, probe=not self.interpreter, before=before, after=after)
-        timing["triton_launches"] = LAUNCHES["triton"] - launches
+        timing["triton_launches"] = launch_count() - launches
         # the figures as measured, before the checks below run any Python: a name the solution had
         # replaced ran its code inside them and divided the samples in place
         # (signal_valid_signals_rewrite.py, gc_callbacks_len_rewrite.py, 2026-12-05)

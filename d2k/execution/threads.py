@@ -52,7 +52,11 @@ def _is_solution_frame(frame, solution_globals: dict | None, solution_file: tupl
         return True
     # code exec'd from a string is not refused by its name: the standard library does that too
     # (dataclasses' generated __init__, namedtuple), in any thread
-    return solution_file is not None and file_id(code.co_filename or "") == solution_file
+    # the name's type first: a str subclass's __bool__ (``co_filename or ""``) ran inside this
+    # check, after the window, from a code object the solution compiled under such a name
+    # (thread_filename_bool_defer.py, 2026-12-05, session 21's red team)
+    # (file_id takes an exact str of it without running the subclass's code; an empty name stats to None)
+    return solution_file is not None and file_id(code.co_filename) == solution_file
 
 
 class ThreadWatch:
@@ -60,7 +64,9 @@ class ThreadWatch:
 
     def __init__(self):
         self.main = threading.get_ident()
-        self.before = set(sys._current_frames())
+        # a frozenset, frozen by the guard: a thread that added its own ident to a set here was
+        # never looked at (read in the code by session 21's red team)
+        self.before = frozenset(sys._current_frames())
         # (globals,): a dict attribute would be frozen by its entries, which the solution changes
         self.solution_scope: tuple = (None,)
         self.solution_file: tuple | None = None  # its (device, inode)

@@ -49,7 +49,9 @@ class TimerTampered(RuntimeError):
 # was looked up by name at every check: a solution that replaced it blinded the guard) and no
 # __getattribute__ of a swapped module class (``module.__class__ = Sub`` is allowed) runs here.
 _type = type
+_ModuleType = type(sys)
 _dict_get = dict.get
+_dict_items = lambda d: tuple(dict.items(d))  # noqa: E731 - a dict's pairs, as the C method reads them
 # the interpreter's own table (rebinding sys.modules does not replace it), in a tuple: the module's
 # frozen globals compare a dict by its entries, and the solution's own imports add to this one
 _SYS_MODULES = (sys.modules,)
@@ -80,14 +82,25 @@ def _stored(owner, attr: str, namespace):
 
 def _attributes(obj, mutable: tuple) -> dict:
     """``obj``'s own attributes; a dict's entries as a tuple of pairs (the guard's table of
-    originals is a dict: an entry replaced in it would let the replaced function pass)."""
-    return {k: (v, tuple(v.items()) if type(v) is dict else None) for k, v in vars(obj).items() if k not in mutable}
+    originals is a dict: an entry replaced in it would let the replaced function pass).
+
+    Every key must be an exact str before it is hashed or compared: a str subclass's ``__hash__``
+    put in a frozen module's globals ran inside this check (and merged itself into another entry,
+    so the check saw nothing), after the window, from the check that opens ``after()``
+    (guard_key_hash_defer.py, 2026-12-05, session 21's red team)."""
+    found = _dict_items(vars(obj))
+    for k, _ in found:
+        if _type(k) is not str:
+            raise TimerTampered(f"the solution added a key of type {_type(k).__name__} to a frozen "
+                                f"{_type(obj).__name__}'s attributes")
+    return {k: (v, tuple(_dict_items(v)) if _type(v) is dict else None) for k, v in found if k not in mutable}
 
 
 def _same(a: tuple, b: tuple) -> bool:
+    # identity only: a key or value compared with == runs its class's __eq__
     if a[0] is not b[0] or (a[1] is None) != (b[1] is None):
         return False
-    return a[1] is None or (len(a[1]) == len(b[1]) and all(x[0] == y[0] and x[1] is y[1] for x, y in zip(a[1], b[1])))
+    return a[1] is None or (len(a[1]) == len(b[1]) and all(x[0] is y[0] and x[1] is y[1] for x, y in zip(a[1], b[1])))
 
 
 class TimerGuard:
@@ -156,7 +169,11 @@ class TimerGuard:
             changed = sorted(k for k in now.keys() | attrs.keys()
                              if k not in now or k not in attrs or not _same(now[k], attrs[k]))
             if changed:
-                raise TimerTampered(f"the solution changed the {type(obj).__name__}'s {', '.join(changed[:3])}")
+                message = f"the solution changed the {kind.__name__}'s {', '.join(changed[:3])}"
+                if kind is _ModuleType:  # which module, by its name as frozen (the solution may rename it)
+                    name = attrs["__name__"][0] if "__name__" in attrs else "?"
+                    message += f": replaced {name}.{changed[0]}"
+                raise TimerTampered(message)
         for label, (owner, attr, original, kind, namespace, mro) in self.items.items():
             if _type(owner) is not kind:
                 raise TimerTampered(f"the solution changed the type of {label.rsplit('.', 1)[0]}")
@@ -622,6 +639,11 @@ class WallTimer:
             samples += ((g.perf_counter() - t0) * 1e3,)
             if after is not None:
                 after(j % n_sets, j, result)
+            # let the call's result go here, between calls, where a __del__ or weakref callback of
+            # its can reach no figure (the samples are a tuple): held to the return, the last one
+            # died after the loop's last check and rewrote the timing (output_attr_del_rewrite.py,
+            # output_weakref_rewrite.py, session 21's red team). (CudaTimer's one() lets it go on return.)
+            result = None
             if g.perf_counter() - t_begin > self.budget_s:
                 break
         g.check()

@@ -47,8 +47,11 @@ _BYTE_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 # what perturb calls: C types' functions (immutable: no Python code can replace them), captured
 # before a solution is imported (the candidate's guard keeps these names as they are)
 _TENSOR, _TORCH = torch._C.TensorBase, torch._C._VariableFunctions
-# (numpy's default_rng looks PCG64 up by name at run time: the classes themselves are captured)
-_GENERATOR, _PCG64, _ARANGE = np.random.Generator, np.random.PCG64, np.arange
+# torch's CPU generator (numpy's Cython generators read names from their modules' globals at run
+# time), seeded through its C method, and the scalar read of a tensor without Tensor.__int__
+_GENERATOR, _SEED, _ITEM = torch._C.Generator, torch._C.Generator.manual_seed, torch._C.TensorBase.item
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+_MIX_A, _MIX_B, _MASK64 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, (1 << 64) - 1
 
 
 class WireError(Exception):
@@ -294,46 +297,57 @@ def perturb(tensors: dict, names: list[str], seed: int, call: int) -> None:
     timed calls see the same values and a result cached from an earlier call is wrong. Both moves
     stay within a row, so every value the task's input builder made stays (ranges, signs, row
     sums, ids distinct within a row), and the bytes are moved as integers, so the trusted side
-    replays it exactly.
+    replays it exactly. (So whatever a row reduces to regardless of order, its max, sum or sorted
+    values, is the same on every call: a solution may keep it from one call to the next. Open:
+    SECURITY.md.)
 
     The rotation (by one random amount per tensor) changes nearly every element. With swaps alone
     (a few elements per row) a solution could diff its inputs against the previous call's and
     patch its cached output: for a GEMM each swapped pair is a rank-1 update, in all about K/4 times
     cheaper than the product (``test_perturb.py`` prices that attack). The swaps keep the values
     from ever repeating: a rotation alone can come back to one seen before. Their rows are evenly
-    spaced from a random start (distinct, drawn in O(k)); the amounts and pairs come from
-    ``numpy``'s generator seeded with (seed, call, tensor index): the same on both sides.
+    spaced from a random start (distinct, drawn in O(k)).
+
+    The amounts and pairs come from torch's CPU generator (a C type) seeded from (seed, call,
+    tensor index): the same on both sides. The whole of it runs with torch functions disabled and
+    calls only C functions captured when this module was imported (before any solution): the
+    candidate perturbs its inputs right before the clock starts, and a name looked up here at run
+    time (numpy's ``default_rng``, then the ``RLock`` its bit generator reads from its module's
+    globals, sessions 19 and 21) or an input of a subclass with its own ``__torch_function__``
+    (``input_class_perturb_precompute.py``, session 21) computed the call's output there.
     """
-    # Only the C types' functions, captured when this module was imported (before any solution):
-    # the candidate perturbs its inputs right before the clock starts, so a name looked up here at
-    # run time (numpy.random.default_rng was one) let a replaced function compute the call's
-    # output there, outside the timed window.
     T, VF = _TENSOR, _TORCH
-    for index, name in enumerate(names):
-        t = tensors[name]
-        shape = T.shape.__get__(t)
-        cols = shape[-1] if len(shape) else 1
-        numel = T.numel(t)
-        rows = numel // max(cols, 1)
-        if cols < 2 or rows < 1:
-            continue
-        rng = _GENERATOR(_PCG64([seed, call, index]))  # what default_rng([...]) builds
-        k = min(rows, max(1, -(-numel // 4096)))
-        # k distinct rows, evenly spaced from a random start and wrapping around: every row is
-        # equally likely to be touched
-        row = _ARANGE(rows) if k == rows else (rng.integers(0, rows) + (rows // k) * _ARANGE(k)) % rows
-        a = rng.integers(0, cols, size=k)
-        b = (a + rng.integers(1, cols, size=k)) % cols
-        shift = int(rng.integers(1, cols))
-        size = T.element_size(t)
-        if size not in _BYTE_VIEW or not T.is_contiguous(t):
-            continue
-        ints = T.view(t, _BYTE_VIEW[size])
-        T.copy_(ints, VF.roll(ints, shift, dims=-1))
-        flat = T.view(ints, -1)
-        device = T.device.__get__(t)
-        ia = VF.as_tensor(row * cols + a, device=device)
-        ib = VF.as_tensor(row * cols + b, device=device)
-        va, vb = T.clone(T.__getitem__(flat, ia)), T.__getitem__(flat, ib)
-        T.__setitem__(flat, ia, vb)
-        T.__setitem__(flat, ib, va)
+    with _NO_TORCH_FUNCTION():
+        for index, name in enumerate(names):
+            t = tensors[name]
+            shape = T.shape.__get__(t)
+            cols = shape[-1] if len(shape) else 1
+            numel = T.numel(t)
+            rows = numel // max(cols, 1)
+            if cols < 2 or rows < 1:
+                continue
+            size = T.element_size(t)
+            if size not in _BYTE_VIEW or not T.is_contiguous(t):
+                continue
+            g = _GENERATOR()
+            _SEED(g, (seed * _MIX_A + call * _MIX_B + index) & _MASK64)
+            k = min(rows, max(1, -(-numel // 4096)))
+            # k distinct rows, evenly spaced from a random start and wrapping around: every row is
+            # equally likely to be touched
+            row = VF.arange(k)
+            if k < rows:
+                start = _ITEM(VF.randint(0, rows, (1,), generator=g))
+                row = VF.remainder(VF.add(VF.mul(row, rows // k), start), rows)
+            a = VF.randint(0, cols, (k,), generator=g)
+            b = VF.remainder(VF.add(a, VF.randint(1, cols, (k,), generator=g)), cols)
+            shift = _ITEM(VF.randint(1, cols, (1,), generator=g))
+            ints = T.view(t, _BYTE_VIEW[size])
+            T.copy_(ints, VF.roll(ints, shift, dims=-1))
+            flat = T.view(ints, -1)
+            device = T.device.__get__(t)
+            first = VF.mul(row, cols)
+            ia = VF.as_tensor(VF.add(first, a), device=device)
+            ib = VF.as_tensor(VF.add(first, b), device=device)
+            va, vb = T.clone(T.__getitem__(flat, ia)), T.__getitem__(flat, ib)
+            T.__setitem__(flat, ia, vb)
+            T.__setitem__(flat, ib, va)
