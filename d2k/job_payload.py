@@ -50,8 +50,23 @@ def timing_settings(overrides: dict | None = None) -> dict:
     return {**DEFAULT_TIMING, **env, **(overrides or {})}
 
 
+def _host_memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 64 << 30
+
+
+# A candidate's memory is bounded by its address space (the interpreter only), its private /tmp and
+# its private /dev/shm (both tmpfs: their files are memory). Fixed at 32 + 8 + 1 GiB they came to
+# more than this 23 GiB host holds, and a solution filled 3 GiB of tmpfs while its own resident size
+# stayed at 295 MiB (red team G, session 21): so each is a share of the host's memory, together
+# under 0.7 of it per candidate.
+_HOST_MEMORY = _host_memory_bytes()
 DEFAULT_SANDBOX_LIMITS = {
-    "address_space_bytes": 32 << 30,  # CPU interpreter only (CUDA reserves huge virtual ranges)
+    "address_space_bytes": min(32 << 30, _HOST_MEMORY // 2),  # CPU interpreter only (CUDA reserves huge virtual ranges)
+    "tmp_bytes": min(8 << 30, _HOST_MEMORY // 8),
+    "shm_bytes": min(1 << 30, _HOST_MEMORY // 16),
     "open_files": 4096,
     "file_bytes": 8 << 30,
     "processes": 4096,
@@ -182,6 +197,10 @@ def evaluation_job(
             "path": str(solution.path),
             "entry_point": bench.task(solution.task_id).entry_point,
             "solution_id": solution.solution_id,
+            # the text hashed into solution_id: the candidate runs this, not the file as it is when
+            # the worker starts (a file rewritten after d2k read it ran B while A was stored: red
+            # team G, session 21)
+            "source": solution.source,
         },
         "workloads": [workload_payload(w) for w in workloads],
         "check": check,

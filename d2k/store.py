@@ -38,6 +38,9 @@ _MAIN_HEADER = 4096 * 3  # DuckDB's main header and its two database headers pre
 def check_store_file(path: Path) -> None:
     """A one-line error for a file that is not a usable DuckDB database: another format (SQLite,
     text, random bytes), or a DuckDB file shorter than its own header says (truncated)."""
+    if not path.is_file():
+        # a FIFO or a device would block the read below (a FIFO as --db hung d2k: red team G, session 21)
+        raise D2KError(f"the store {path} is not a regular file")
     try:
         size = path.stat().st_size
         with open(path, "rb") as fh:

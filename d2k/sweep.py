@@ -27,6 +27,7 @@ from d2k.job_payload import evaluation_job, timing_settings
 from d2k.schema import Workload
 from d2k.solutions import Solution
 from d2k.store import Store
+from d2k.text import utf8_safe
 
 
 def work_dir() -> Path:
@@ -162,6 +163,19 @@ def below_speed_of_light(store: Store, record: dict) -> None:
         record["flags"] = {**(record.get("flags") or {}), "timing": [reason]}
 
 
+def store_one(store: Store, record: dict) -> None:
+    """Store one evaluation; one the store refuses is stored as an error that says why, so a
+    single record cannot end the run (the results file holds it whole either way)."""
+    try:
+        store.add_evaluation(record)
+    except Exception as exc:  # noqa: BLE001 - whatever DuckDB raised: the run goes on
+        keep = ("eval_id", "run_id", "solution_id", "task_id", "env_id", "backend", "solution", "workload_id",
+                "created_at")
+        store.add_evaluation({**{k: record.get(k) for k in keep}, "status": "error",
+                              "reason": f"d2k could not store this evaluation ({type(exc).__name__}: {exc})"[:500]})
+        record.update(status="error", reason=f"d2k could not store this evaluation ({type(exc).__name__})")
+
+
 def run_sweep(
     bench: Benchmark,
     store: Store,
@@ -187,6 +201,7 @@ def run_sweep(
     results_path = run_dir / "results.jsonl"
     log = JsonlLog(results_path)
     log.write("environment", env)
+    args = utf8_safe(args)  # file names are the user's (and a solution's name may not be UTF-8)
     store.start_run(run_id, command, args, env, str(results_path))
     result = SweepResult(run_id, env, results_path)
     store.sync_content(bench)
@@ -253,6 +268,10 @@ def run_sweep(
             started: dict[str, float] = {}
 
             def on_record(record: dict) -> None:
+                # the reason, the traceback, thread names in the timing: text the solution wrote,
+                # which DuckDB refuses where it is not UTF-8 (a lone surrogate in one exception's
+                # message once cancelled every other solution's evaluations: red team G, session 21)
+                record = utf8_safe(record)
                 if clocks is not None:
                     # the whole evaluation (checks, warm-up and timing) of this workload
                     now = time.time()
@@ -264,7 +283,7 @@ def run_sweep(
                         if share > 1:
                             record["flags"] = {**(record.get("flags") or {}), "gpu_shared_by": share}
                     log.write("evaluation", record)
-                    store.add_evaluation(record)
+                    store_one(store, record)
                     result.records.append(record)
                     if progress:
                         progress.advance()

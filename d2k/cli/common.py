@@ -11,13 +11,15 @@ import math
 from pathlib import Path
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderHook
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.segment import Segment
 from rich.table import Table
 from typer.core import TyperGroup
 
 from d2k.errors import D2KError
+from d2k.text import no_terminal_controls, one_line
 
 # Exit codes of every command (0: done, nothing failed).
 EXIT_FAILED = 1       # the command ran and found a failure: a solution that did not pass, invalid content, a failed attempt
@@ -43,8 +45,33 @@ app = typer.Typer(
     add_completion=False,
     help="d2k: the D2K-Bench toolkit: content, isolated GPU evaluation, DuckDB store.",
 )
+
+
+class _PrintableOnly:
+    """A renderable whose text has its control characters escaped (Rich's own controls, the cursor
+    moves of a progress display, pass as they are)."""
+
+    def __init__(self, renderable):
+        self.renderable = renderable
+
+    def __rich_console__(self, console, options):
+        for segment in console.render(self.renderable, options):
+            yield segment if segment.control else Segment(no_terminal_controls(segment.text), segment.style)
+
+
+class _NoTerminalControls(RenderHook):
+    """Whatever a console prints, text a solution wrote included (its exceptions' messages, the last
+    line it printed, its file name), cannot drive the terminal: an escape sequence in a reason
+    erased lines, moved the cursor, retitled the window and hid later text (red team G, session 21)."""
+
+    def process_renderables(self, renderables):
+        return [_PrintableOnly(r) for r in renderables]
+
+
 console = Console()
 err_console = Console(stderr=True)
+for _console in (console, err_console):
+    _console.push_render_hook(_NoTerminalControls())
 
 DbOption = typer.Option(None, "--db", help="DuckDB file (default: $D2K_DB or ./d2k.duckdb).")
 
@@ -215,13 +242,14 @@ class RichProgress:
         if isinstance(low, (int, float)) and isinstance(high, (int, float)):
             notes.append(f"SM {low:.0f} MHz" if low == high else f"SM {low:.0f}-{high:.0f} MHz")
         took = f" ({', '.join(notes)})" if notes else ""
-        reason = f": {str(record['reason'])[:160]}" if record.get("status") != "passed" and record.get("reason") else ""
-        err_console.print(f"[{self.done}/{self.total}] {record.get('task_id', '?')} · {record.get('solution', '?')} · "
+        reason = f": {one_line(record['reason'])[:160]}" if record.get("status") != "passed" and record.get("reason") else ""
+        # one line each: a newline in a solution's reason or file name forged a line of this log
+        err_console.print(f"[{self.done}/{self.total}] {record.get('task_id', '?')} · {one_line(record.get('solution', '?'))} · "
                           f"{record.get('workload_id', '?')}: {record.get('status', '?')}{timed}{took}{reason}",
                           markup=False, highlight=False, soft_wrap=True)
 
     def workload(self, text: str) -> None:
-        self.progress.update(self.task, current=escape(text))  # a path like cand_[v2].py is not markup
+        self.progress.update(self.task, current=escape(one_line(text)))  # a path like cand_[v2].py is not markup
 
     def advance(self) -> None:
         self.progress.advance(self.task)

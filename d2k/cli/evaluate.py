@@ -23,6 +23,7 @@ from d2k.cli.common import (
     resolve_backend,
 )
 from d2k.errors import D2KError
+from d2k.text import one_line
 
 
 def _summary(store, env: dict, solution_ids: list[str], per_workload: bool) -> None:
@@ -70,7 +71,8 @@ def _run(bench_content, plans, backend: str, command: str, args: dict, db, force
     failed = [r for r in result.records if r["status"] != "passed"]
     for r in failed:
         common.err_console.print(f"[red]{escape(str(r['status']))}[/red] "
-                                 + escape(f"{r['task_id']} · {r['solution']} · {r['workload_id']}: {r.get('reason')}"),
+                                 + escape(f"{r['task_id']} · {one_line(r['solution'])} · {r['workload_id']}: "
+                                          f"{one_line(r.get('reason'))}"),
                                  highlight=False, soft_wrap=True)
     _summary(store, result.env, sorted({p.solution.solution_id for p in plans}), per_workload)
     common.err_console.print(f"run {result.run_id}: results in {result.results_path}, store {store.path}",
@@ -129,7 +131,10 @@ def bench(
     """Run solutions over tasks (default: every task's expert, naive and reference) and summarise."""
     from d2k.sweep import bench_plans
 
-    only = [t.strip() for t in tasks.split(",") if t.strip()] if tasks else None
+    only = [t.strip() for t in tasks.split(",") if t.strip()] if tasks is not None else None
+    if only == []:
+        # an empty list is a mistake (an unset shell variable), not "every task"
+        raise D2KError("--tasks names no task: give comma-separated task ids, or leave it out for all")
     bench_content = checked_bench(only)
     backend = resolve_backend(backend)
     tag = workloads if workloads != "auto" else ("bench" if backend == "cuda" else "smoke")

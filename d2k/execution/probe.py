@@ -33,7 +33,10 @@ def probe_environment(backend: str, directory: Path) -> dict:
     import tempfile
 
     job = {"kind": "environment", "backend": backend}
-    (directory / "environment").mkdir(parents=True, exist_ok=True)
+    try:
+        (directory / "environment").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise D2KError(f"cannot use {directory} as d2k's work folder (D2K_WORKDIR): {exc.strerror or exc}") from None
     # a fresh folder per probe: nothing a previous probe wrote can stand in for this one's answer
     with tempfile.TemporaryDirectory(dir=directory / "environment") as fresh:
         env = supervisor.run_single(job, Path(fresh), "env", timeout_s=300)

@@ -364,7 +364,8 @@ def _inside_mounts(config: dict) -> None:
     fds = _open_folders([source for source, _ in binds] + carried)
     # everything read-only first: the mounts made below (the private /tmp and /dev/shm) are new and writable
     _read_only_everywhere()
-    _mount("-t", "tmpfs", "-o", "mode=1777,size=8g", "tmpfs", "/tmp")
+    limits = config.get("limits") or {}
+    _mount("-t", "tmpfs", "-o", f"mode=1777,size={int(limits.get('tmp_bytes', 8 << 30))}", "tmpfs", "/tmp")
     targets = [target for _, target in binds] + carried
     for k, (fd, target) in enumerate(zip(fds, targets)):
         if not os.path.isdir(target):
@@ -383,7 +384,7 @@ def _inside_mounts(config: dict) -> None:
         else:
             _mount("--bind", "/dev/null", path)
     _minimal_dev()
-    _mount("-t", "tmpfs", "-o", "size=1g", "tmpfs", "/dev/shm")
+    _mount("-t", "tmpfs", "-o", f"size={int(limits.get('shm_bytes', 1 << 30))}", "tmpfs", "/dev/shm")
     _protect_proc()
 
 

@@ -161,6 +161,31 @@ class OutputTail:
         return bytes(self.tail[-4 * n:]).decode("utf-8", "replace")[-n:]
 
 
+# A solution's kernel cache lives on the host's disk between runs (its compiled kernels) and the
+# solution can write anything there: one that left 64 MiB of ballast in it kept it (red team G,
+# session 21). Over this size (or this many files) it is emptied before the solution's next start.
+CACHE_MAX_BYTES = 4 << 30
+CACHE_MAX_FILES = 200_000
+
+
+def prune_kernel_cache(cache: Path, max_bytes: int = CACHE_MAX_BYTES, max_files: int = CACHE_MAX_FILES) -> bool:
+    """Empty ``cache`` if it holds more than ``max_bytes`` or ``max_files``; True if it did."""
+    if not cache.is_dir():
+        return False
+    size = files = 0
+    for folder, _, names in os.walk(cache):
+        for name in names:
+            files += 1
+            try:
+                size += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                pass
+            if size > max_bytes or files > max_files:
+                shutil.rmtree(cache, ignore_errors=True)
+                return True
+    return False
+
+
 class CandidateProcess:
     """The sandboxed process that runs the solution; one per solution, restarted after a failure."""
 
@@ -179,13 +204,18 @@ class CandidateProcess:
             (self.private / sub).mkdir()
         # a compiled solution's file is the reference, or the eager stand-in it compiles (solutions.resolve)
         own = source is None
-        if own:
-            source = job["task"]["reference_path"] if solution["kind"] == "reference" else solution["path"]
-        shutil.copyfile(source, self.private / "solution.py")
+        if own and solution.get("source") is not None:
+            # the text d2k read and hashed into the solution's id, not the file as it is now
+            (self.private / "solution.py").write_text(solution["source"], encoding="utf-8")
+        else:
+            if own:
+                source = job["task"]["reference_path"] if solution["kind"] == "reference" else solution["path"]
+            shutil.copyfile(source, self.private / "solution.py")
         settings = job.get("sandbox", {})
         # this solution's compiled kernels are kept between runs, in a cache no other solution sees
         cache = Path(settings["cache_root"]) / solution["solution_id"][:24] if settings.get("cache_root") and own else None
         if cache is not None:
+            prune_kernel_cache(cache, int(settings.get("cache_max_bytes") or CACHE_MAX_BYTES))
             cache.mkdir(parents=True, exist_ok=True)
         prefix, env, self.meta = sandbox.plan(
             self.private, [Path(p) for p in settings.get("hide", [])], [Path(p) for p in settings.get("read_only", [])],

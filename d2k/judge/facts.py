@@ -539,17 +539,21 @@ def _unit_configs(kernel: Kernel, program, facts: SolutionFacts, configs_all: li
     return tuners, picked or configs_all
 
 
-def _walk_host(node, host: Kernel, kernel_ranges):
-    if any(a <= node.start_byte and node.end_byte <= b for a, b in kernel_ranges):
-        return
-    if node.type == "call":
-        host.calls.append(_py_call(node, 0, 0))
-    elif node.type in ("integer", "float"):
-        value = _number(_text(node))
-        if value is not None:
-            host.numbers.append((value, node.start_point[0] + 1))
-    for child in node.children:
-        _walk_host(child, host, kernel_ranges)
+def _walk_host(root, host: Kernel, kernel_ranges):
+    # with a stack, not recursion: a solution's expression nested thousands deep (a long chain of
+    # binary operators) ran the recursive walk out of stack (red team G, session 21)
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if any(a <= node.start_byte and node.end_byte <= b for a, b in kernel_ranges):
+            continue
+        if node.type == "call":
+            host.calls.append(_py_call(node, 0, 0))
+        elif node.type in ("integer", "float"):
+            value = _number(_text(node))
+            if value is not None:
+                host.numbers.append((value, node.start_point[0] + 1))
+        stack.extend(reversed(node.children))
 
 
 def _descendants(node, type_name):

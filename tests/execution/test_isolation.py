@@ -50,6 +50,11 @@ SOLUTIONS = {
     "oversized": GOOD_BODY + "\ndef run(x, w, eps):\n    return torch.zeros(4096, 4096, dtype=x.dtype)\n",
     "syntax_error": "def run(x, w, eps)\n    return x\n",
     "no_run": GOOD_BODY,
+    # text DuckDB refuses (a lone surrogate): once it cancelled every other solution's evaluations
+    "surrogate": GOOD_BODY + "\ndef run(x, w, eps):\n    raise ValueError('bad text \\udcff here')\n",
+    "meta_output": GOOD_BODY + "\ndef run(x, w, eps):\n    return torch.empty_like(x, device='meta')\n",
+    # rewritten with the zeros body once d2k has read it: the text read (and hashed) is what runs
+    "swapped": GOOD_BODY + "\n# swapped\ndef run(x, w, eps):\n    return _rms(x, w, eps)\n",
     "good": GOOD_BODY + "\ndef run(x, w, eps):\n    return _rms(x, w, eps)\n",
 }
 
@@ -68,6 +73,9 @@ EXPECTED = {
     "oversized": ("failed", "bytes of tensors announced, more than the"),
     "syntax_error": ("error", "SyntaxError"),
     "no_run": ("error", "defines no function run()"),
+    "surrogate": ("error", "bad text \\udcff here"),
+    "meta_output": ("failed", "output y is a meta tensor"),
+    "swapped": ("passed", None),
     "good": ("passed", None),
 }
 
@@ -85,6 +93,7 @@ def sweep_records(tmp_path_factory):
         path = tmp / f"{name}.py"
         path.write_text(source)
         plans.append(Plan(resolve(bench, "rmsnorm", str(path)), [workload]))
+    (tmp / "swapped.py").write_text(SOLUTIONS["zeros"])
     store = Store(tmp / "iso.duckdb")
     result = run_sweep(bench, store, plans, "interpreter", "test", {}, limits=Limits(per_workload_s=8))
     by_name = {}
