@@ -26,8 +26,9 @@ DEFAULT_TIMING = {
     "trusted_batch": False,
     "batch_calls": 0,           # 0: 60 under the interpreter, 50 on a GPU (fewer when outputs are large)
     "batch_bytes": 0,           # 0: 1 GB (interpreter) or 4 GB (GPU) of kept output copies at most
-    "batch_checked": 3,         # calls checked, named after the digests are in
+    "batch_checked": 3,         # calls checked, drawn in secret before the batch
     "batch_allowance_ms": 0.05,  # GPU only: room for the host's issue time in the flag
+    "batch_freezer": "auto",    # auto: a freezer cgroup where one can be made, else SIGSTOP; sigstop: always SIGSTOP
 }
 
 

@@ -232,9 +232,29 @@ class CandidateProcess:
         arena_fd = _memfd(arena_bytes) if arena_bytes else None
         fds = (cmd_r, reply_w) + ((arena_fd,) if arena_fd is not None else ())
         argv = [*prefix, sys.executable, "-m", "d2k.execution.candidate", *map(str, fds)]
+        # for the trusted batch, a freezer cgroup of its own, entered before the program runs, so
+        # all it ever forks can be stopped at once (freeze.py: a SIGSTOP walk was outrun)
+        self.cgroup = None
+        if job.get("timing", {}).get("trusted_batch") and job["timing"].get("batch_freezer", "auto") != "sigstop":
+            from d2k.execution.freeze import Cgroup
+
+            self.cgroup = Cgroup.create(f"{os.getpid()}-{index}-{os.urandom(4).hex()}")
+        cgroup = self.cgroup
+
+        def start_child() -> None:
+            if cgroup is not None:
+                try:
+                    cgroup.enter()
+                except OSError:
+                    pass  # found out below: the cgroup is dropped and the walk stops the tree
+            sandbox.die_with_parent()
+
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, env=env,
-                                     pass_fds=fds, start_new_session=True,
-                                     preexec_fn=sandbox.die_with_parent)
+                                     pass_fds=fds, start_new_session=True, preexec_fn=start_child)
+        if self.cgroup is not None and self.proc.pid not in self.cgroup.members():
+            # an empty cgroup freezes at once and would vouch for a tree it does not hold
+            self.cgroup.remove()
+            self.cgroup = None
         for fd in (cmd_r, reply_w, out_w):
             os.close(fd)
         self.output = OutputTail(out_r)
@@ -306,6 +326,8 @@ class CandidateProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -762,9 +784,9 @@ class Checker:
         except (CandidateFailed, CheckFailed, OSError) as exc:
             lost_null(exc)
             null = None
-        freezers = {"s": Freezer(self.candidate.proc.pid)}
+        freezers = {"s": Freezer(self.candidate.proc.pid, cgroup=self.candidate.cgroup)}
         if null is not None:
-            freezers["n"] = Freezer(null.proc.pid)
+            freezers["n"] = Freezer(null.proc.pid, cgroup=null.cgroup)
         seconds, null_seconds, got = [], [], {}
         # the two processes' calls ("s" the solution's, "n" the pricing process's) in a random order
         # the candidate cannot predict; a call that follows one of its own process's is "warm" (its
@@ -781,8 +803,7 @@ class Checker:
                         continue
                     other = "n" if slot == "s" else "s"
                     freezers[slot].resume()
-                    if other in freezers:
-                        alone[slot] += bool(freezers[other].stop())
+                    stopped = other in freezers and freezers[other].stop()
                     if slot == "s":
                         j = len(seconds)
                         t, reply, out = self.batch_call(self.candidate, j, seeds[j], out_limit)
@@ -802,6 +823,9 @@ class Checker:
                             null = None
                             continue
                         null_seconds.append(t)
+                    # alone only if the other tree was stopped before the call and still is after
+                    # it (the kernel resumes an orphaned process group; a walk can be outrun)
+                    alone[slot] += bool(stopped and freezers[other].still_stopped())
                     if order and order[-1] == slot:
                         warm[slot].append(t)
                     order.append(slot)
@@ -835,6 +859,7 @@ class Checker:
                        "median_ms": round(statistics.median(seconds) * 1e3, 4),
                        "warm_calls": {"solution": len(warm["s"]), "null": len(warm["n"])},
                        "calls_alone": {"solution": alone["s"], "null": alone["n"]},
+                       "freezer": freezers["s"].kind,
                        "order": "".join(order), "samples_ms": [round(t * 1e3, 4) for t in seconds]})
         if null is not None and len(null_seconds) == n:
             result["null_per_call_ms"] = price_ms(null_seconds, warm["n"])

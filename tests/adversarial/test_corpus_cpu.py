@@ -164,11 +164,14 @@ def check_one(corpus_run, path):
     if "kernel_less" in spec:
         assert record["kernel_less"] is (spec["kernel_less"] == "true")
     if "median_at_least_of_control" in spec:
-        control = corpus_run["records"][CONTROL]
-        assert record["median_ms"] and control["median_ms"], (record["median_ms"], control["median_ms"])
-        ratio = record["median_ms"] / control["median_ms"]
+        # against the control's fastest call: a loaded machine only slows calls (once the control's
+        # median was 4.2 ms against its usual 0.06 beside a parallel run), a forged figure is fast
+        control = min(corpus_run["records"][CONTROL]["samples_ms"] or [0.0])
+        assert record["median_ms"] and control, (record["median_ms"], control)
+        ratio = record["median_ms"] / control
         assert ratio >= float(spec["median_at_least_of_control"]), \
-            f"{path.name}: median {record['median_ms']:.4f} ms is {ratio:.2f}x the honest control's {control['median_ms']:.4f} ms"
+            f"{path.name}: median {record['median_ms']:.4f} ms is {ratio:.2f}x the honest control's fastest call, " \
+            f"{control:.4f} ms"
     if "output_bytes_at_least" in spec:
         assert (record.get("flags") or {}).get("candidate_output_bytes", 0) >= int(spec["output_bytes_at_least"])
         assert record["flags"].get("candidate_output_tail"), "the end of what it printed is kept"
@@ -179,7 +182,7 @@ def test_a_file_that_must_gain_nothing_fails_with_a_forged_median():
     (11 us against the control's 55 us, session 20) is refused; its honest figure is not."""
     path = CORPUS / "signal_valid_signals_rewrite.py"
     record = {"status": "passed", "reason": None, "median_ms": 0.011}
-    run = {"records": {path.name: record, CONTROL: {"median_ms": 0.055}}}
+    run = {"records": {path.name: record, CONTROL: {"median_ms": 0.06, "samples_ms": [0.055, 0.06, 0.07, 0.4]}}}
     with pytest.raises(AssertionError, match="0.20x the honest control"):
         check_one(run, path)
     record["median_ms"] = 0.05

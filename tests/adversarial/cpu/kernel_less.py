@@ -1,5 +1,5 @@
 """Right result, computed with torch operations only: no kernel of its own. It is also the corpus's
-honest control: files that must gain nothing are held to a fraction of its median
+honest control: files that must gain nothing are held to a fraction of its fastest call
 (``median_at_least_of_control``).
 expect: passed
 kernel_less: true
