@@ -48,7 +48,10 @@ def timing_settings(overrides: dict | None = None) -> dict:
         unknown = sorted(set(env) - set(DEFAULT_TIMING)) if isinstance(env, dict) else None
         if unknown is None or unknown:
             raise D2KError(f"D2K_TIMING: unknown timing settings {unknown} (known: {', '.join(DEFAULT_TIMING)})")
-    return {**DEFAULT_TIMING, **env, **(overrides or {})}
+    settings = {**DEFAULT_TIMING, **env, **(overrides or {})}
+    if settings["batch_freezer"] not in ("auto", "sigstop"):
+        raise D2KError(f"timing setting batch_freezer must be auto or sigstop, not {settings['batch_freezer']!r}")
+    return settings
 
 
 def _host_memory_bytes() -> int:
