@@ -203,7 +203,11 @@ class Freezer:
         self.works = PROC.is_dir()
         self.frozen: list[int] = []
         self.settled = False  # did every stopped process reach the stopped state in time
-        self.kind = "cgroup" if cgroup is not None else "sigstop" if self.works else "none"
+
+    @property
+    def kind(self) -> str:
+        """How the tree is stopped: ``cgroup``, ``sigstop``, or ``none`` (no /proc, or a signal was refused)."""
+        return "cgroup" if self.cgroup is not None else "sigstop" if self.works else "none"
 
     def still_stopped(self) -> bool:
         """Is the tree, looked at afresh, wholly stopped now? (After a timed call of the other
