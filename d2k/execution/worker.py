@@ -278,6 +278,10 @@ class CandidateProcess:
                 how = f"was killed by {signal.Signals(sig).name}"
             except ValueError:
                 how = f"was killed by signal {sig}"
+            if sig == signal.SIGSEGV and self.meta.get("layers", {}).get("pid_namespace"):
+                # the candidate is its namespace's first process, which ignores its own SIGABRT: an
+                # abort() ends in the forced SIGSEGV that follows (red team G, session 21)
+                how += " (or an abort: the first process of its pid namespace cannot die of its own SIGABRT)"
         else:
             how = f"exited with code {code}"
         last = self.output.last_line()
