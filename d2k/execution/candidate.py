@@ -112,14 +112,19 @@ class Candidate:
         self.equal = None
         self.timers = None
         self.reply_stat = None  # (device, inode) of the reply pipe, taken before the solution is imported
+        self.cmd_stat = None  # and of the command pipe
         self.last_inputs = None  # (descriptions, bytes) of the last call's inputs
 
     def reply(self, header: dict, blobs=None) -> None:
-        if self.reply_stat is not None and _file_id(self.reply_fd) != self.reply_stat:
-            # a pipe of the solution's dup2'd over the reply fd relayed (and rewrote) every message
+        if self.reply_stat is not None and (_file_id(self.reply_fd) != self.reply_stat
+                                            or _file_id(self.cmd_fd) != self.cmd_stat):
+            # a pipe of the solution's dup2'd over the reply fd relayed (and rewrote) every message;
+            # one over the command fd read each seed first and computed the call ahead of it
+            # (cmd_relay_precompute.py, session 21's fourth red team). Every read of a command in the
+            # timing loop follows a reply, so this is checked before each.
             from d2k.execution.timing import TimerTampered
 
-            raise TimerTampered("the solution replaced the reply pipe")
+            raise TimerTampered("the solution replaced the command or reply pipe")
         if self.threads is not None:
             # only the harness speaks for the candidate: a solution that never returned from a call
             # and sent the timing protocol's messages itself (announcing calls it never ran, with
@@ -159,6 +164,7 @@ class Candidate:
         self.timers = (timing.CudaTimer, timing.WallTimer, timing.TimerTampered)
         self.batch_module = batch  # the trusted batch's loop, and how a call's outputs are named
         self.reply_stat = _file_id(self.reply_fd)
+        self.cmd_stat = _file_id(self.cmd_fd)
         self.equal = torch.equal  # for the unchanged-inputs fact, captured before the solution can patch it
         # no profile, trace, audit or monitoring hook and no Python signal handler may run the
         # solution's code inside the harness's (hooks.py); the guard keeps the refusals in place
@@ -208,6 +214,9 @@ class Candidate:
                              (torch._C, ("_cuda_getCurrentStream", "_cuda_sleep", "_cuda_synchronize",
                                          "_CudaStreamBase", "_CudaEventBase")),
                              # the tensor methods that copy and serialise outputs on this side
+                             # what every attribute read on a tensor goes through (a __getattribute__
+                             # added to torch.Tensor fixed kept copies in outputs(): session 21)
+                             (torch.Tensor, ("__getattribute__", "__getattr__", "__setattr__", "__delattr__")),
                              (torch.Tensor, ("clone", "detach", "contiguous", "reshape", "view", "cpu", "numpy",
                                              "copy_", "zero_", "sum", "__torch_function__", "is_contiguous",
                                              "untyped_storage", "numel", "data_ptr", "device", "dtype", "shape",
@@ -229,6 +238,13 @@ class Candidate:
         # honest solution importing it would otherwise add a key to the package.
         for module in (json, json.encoder, json.decoder, json.scanner):
             self.guard.freeze(module)
+        # the harness's classes whole: a __getattribute__ or a property added to one beats every
+        # name the guard keeps on its instances (Candidate.__getattribute__ did a call's work in
+        # after(); TimerGuard.perf_counter as a property scaled the clock; TimerGuard.check = no-op
+        # switched every check off: session 21's fourth red team)
+        for klass in (Candidate, timing.TimerGuard, timing.WallTimer, timing.CudaTimer, timing.TimerTampered,
+                      ThreadWatch, HookWatch, wire.Arena, wire.WireError):
+            self.guard.freeze(klass)
         self.threads = ThreadWatch()  # which threads exist before the solution's code runs
         self.threads.arm(None, cmd["path"])  # its file now; its module's globals once imported
         # the interpreter's own veto on hook installers, whatever route the solution takes to them
@@ -448,16 +464,22 @@ class Candidate:
         self.guard.check()
         self.guard.thaw(timer)
         threads_alive.update(self.threads.check())
+        # Everything the solution could have hung a __del__ or a weakref callback on dies here, and is
+        # collected, before the figures are compared with what was measured: the timer, the loop's
+        # closures, the input sets. (A weakref callback on the timer, which died as this method
+        # returned, rewrote the figures and the snapshot beside them: session 21's fourth red team.)
+        timer = call = before = after = restore = launch_count = None  # noqa: F841
+        sets.clear()
+        pristine.clear()
+        gc.collect()
+        if not self.interpreter:
+            torch.cuda.empty_cache()
+        self.guard.check()
         if json.dumps(timing, sort_keys=True) != measured:
             raise TimerTampered("the timing changed while the harness checked it")
         if threads_alive:
             timing["threads_alive"] = sorted(threads_alive)[:5]  # started since the import, running no solution code
-        # the reply as it stands now, before the input sets are let go (what dies then may run code)
         snapshot = json.dumps(timing, sort_keys=True)
-        sets.clear()
-        pristine.clear()
-        if not self.interpreter:
-            torch.cuda.empty_cache()
         return {"ok": True, "timing": timing, "timing_snapshot": snapshot}, []
 
     def batch(self, cmd: dict, blobs: list) -> tuple[dict, list]:

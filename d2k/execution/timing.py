@@ -51,7 +51,18 @@ class TimerTampered(RuntimeError):
 _type = type
 _ModuleType = type(sys)
 _dict_get = dict.get
-_dict_items = lambda d: tuple(dict.items(d))  # noqa: E731 - a dict's pairs, as the C method reads them
+_items_of_dict, _items_of_proxy, _tuple, _dict = dict.items, type(type.__dict__).items, tuple, dict
+_class_name = type.__dict__["__name__"].__get__
+
+
+def _dict_items(d) -> tuple:
+    """A dict's pairs, as its C method reads them."""
+    return _tuple(_items_of_dict(d))
+
+
+def _proxy_items(p) -> tuple:
+    """A class namespace's pairs (a mappingproxy's, read through the C method)."""
+    return _tuple(_items_of_proxy(p))
 # the interpreter's own table (rebinding sys.modules does not replace it), in a tuple: the module's
 # frozen globals compare a dict by its entries, and the solution's own imports add to this one
 _SYS_MODULES = (sys.modules,)
@@ -88,7 +99,9 @@ def _attributes(obj, mutable: tuple) -> dict:
     put in a frozen module's globals ran inside this check (and merged itself into another entry,
     so the check saw nothing), after the window, from the check that opens ``after()``
     (guard_key_hash_defer.py, 2026-12-05, session 21's red team)."""
-    found = _dict_items(vars(obj))
+    # a class's own namespace through the type's descriptor (a mappingproxy), a module's or an
+    # instance's dict as it is
+    found = _proxy_items(_class_dict(obj)) if _is_class(obj) else _dict_items(vars(obj))
     for k, _ in found:
         if _type(k) is not str:
             raise TimerTampered(f"the solution added a key of type {_type(k).__name__} to a frozen "
@@ -107,7 +120,9 @@ class TimerGuard:
     """Holds the timing primitives captured before any candidate code is imported."""
 
     def __init__(self):
-        self.frozen: list[tuple] = []
+        # a tuple of tuples, rebound by freeze and thaw only: a list the solution cleared, and records
+        # whose dicts it edited, switched the checks off (session 21's fourth red team)
+        self.frozen: tuple = ()
         self.hooks = None  # a HookWatch (hooks.py): checked with everything else
         self.perf_counter = time.perf_counter
         # the flush's operations from torch's C types, which no Python code can replace (a patched
@@ -138,10 +153,10 @@ class TimerGuard:
         """Also check that ``obj``'s own attributes (all but ``mutable``) stay the objects they are
         now and that none is added: an instance attribute shadows a class's method, so the class
         check alone missed ``timer.flush_l2 = lambda: None`` (or a one-byte ``timer.flush``)."""
-        self.frozen.append((obj, mutable, _attributes(obj, mutable), _type(obj)))
+        self.frozen = self.frozen + ((obj, mutable, _dict_items(_attributes(obj, mutable)), _type(obj)),)
 
     def thaw(self, obj) -> None:
-        self.frozen = [f for f in self.frozen if f[0] is not obj]
+        self.frozen = _tuple(f for f in self.frozen if f[0] is not obj)
 
     def protect(self, label: str, owner, attr: str) -> None:
         """Also check that ``owner.attr`` is still what it is now (a harness function), and that the
@@ -162,17 +177,21 @@ class TimerGuard:
             if _dict_get(_SYS_MODULES[0], name, None) is not module:
                 raise TimerTampered(f"the solution replaced sys.modules[{name!r}]")
         # the frozen objects first: the guard's own table of originals is one of them
-        for obj, mutable, attrs, kind in self.frozen:
+        for obj, mutable, pairs, kind in self.frozen:
             if _type(obj) is not kind:  # a class of the solution's could shadow an attribute with a property
                 raise TimerTampered(f"the solution changed the type of the {kind.__name__}")
+            attrs = _dict(pairs)  # exact str keys, checked when the record was made
             now = _attributes(obj, mutable)
             changed = sorted(k for k in now.keys() | attrs.keys()
                              if k not in now or k not in attrs or not _same(now[k], attrs[k]))
             if changed:
-                message = f"the solution changed the {kind.__name__}'s {', '.join(changed[:3])}"
+                owner = f"class {_class_name(obj)}" if _is_class(obj) else kind.__name__
+                message = f"the solution changed the {owner}'s {', '.join(changed[:3])}"
                 if kind is _ModuleType:  # which module, by its name as frozen (the solution may rename it)
                     name = attrs["__name__"][0] if "__name__" in attrs else "?"
                     message += f": replaced {name}.{changed[0]}"
+                elif _is_class(obj):
+                    message += f": replaced {_class_name(obj)}.{changed[0]}"
                 raise TimerTampered(message)
         for label, (owner, attr, original, kind, namespace, mro) in self.items.items():
             if _type(owner) is not kind:

@@ -51,6 +51,10 @@ _TENSOR, _TORCH = torch._C.TensorBase, torch._C._VariableFunctions
 # time), seeded through its C method, and the scalar read of a tensor without Tensor.__int__
 _GENERATOR, _SEED, _ITEM = torch._C.Generator, torch._C.Generator.manual_seed, torch._C.TensorBase.item
 _NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+# what the frames' transport looks up on other modules, taken now: a replaced torch.frombuffer (which
+# Arena.write called by name) fixed a kept call's copy as it was written (arena_frombuffer_fixup_kept.py,
+# session 21's fourth red team); select.select is called the same way while the candidate waits
+_FROMBUFFER, _SELECT = torch.frombuffer, select.select
 _MIX_A, _MIX_B, _MASK64 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, (1 << 64) - 1
 
 
@@ -93,7 +97,7 @@ class Arena:
         if isinstance(blob, torch.Tensor):
             if blob.numel():
                 # straight from the device (or host tensor) into the shared pages
-                torch.frombuffer(self.map, dtype=torch.uint8, count=blob.numel(), offset=offset).copy_(blob)
+                _FROMBUFFER(self.map, dtype=torch.uint8, count=blob.numel(), offset=offset).copy_(blob)
         else:
             view = memoryview(blob).cast("B")
             self.map[offset:offset + len(view)] = view
@@ -105,7 +109,7 @@ class Arena:
             raise WireError(f"arena blob at {offset!r} of {n} bytes lies outside the {self.size}-byte arena")
         buf = torch.empty(n, dtype=torch.uint8)
         if n:
-            buf.copy_(torch.frombuffer(self.map, dtype=torch.uint8, count=n, offset=offset))
+            buf.copy_(_FROMBUFFER(self.map, dtype=torch.uint8, count=n, offset=offset))
         return buf
 
     def close(self) -> None:
@@ -172,7 +176,7 @@ def wait_readable(fd: int, spin_s: float) -> None:
     next call from a cold core, late enough to leave idle gaps inside its event window."""
     deadline = time.perf_counter() + spin_s
     while time.perf_counter() < deadline:
-        if select.select([fd], [], [], 0)[0]:
+        if _SELECT([fd], [], [], 0)[0]:
             return
 
 
@@ -250,7 +254,7 @@ def rebuild(meta: dict, blob, device) -> torch.Tensor:
         raise WireError(f"{numel} elements of {meta['dtype']} need {numel * itemsize} bytes, got {size}")
     if numel == 0:
         return torch.empty(shape, dtype=dtype, device=device)
-    raw = blob if isinstance(blob, torch.Tensor) else torch.frombuffer(blob, dtype=torch.uint8)
+    raw = blob if isinstance(blob, torch.Tensor) else _FROMBUFFER(blob, dtype=torch.uint8)
     if dtype == torch.bool:
         t = raw.to(torch.bool)
     else:
