@@ -153,7 +153,12 @@ class Cgroup:
             return False
 
     def freeze(self, settle_s: float) -> bool:
-        self._write("freezer.state" if self.version == 1 else "cgroup.freeze", "FROZEN" if self.version == 1 else "1")
+        """Freeze every task inside; True once the kernel says all are frozen (a task in an
+        uninterruptible wait can hold v1's freezer in FREEZING past ``settle_s``: then False)."""
+        try:
+            self._write("freezer.state" if self.version == 1 else "cgroup.freeze", "FROZEN" if self.version == 1 else "1")
+        except OSError:
+            return False
         deadline = time.perf_counter() + settle_s
         while not self.frozen():
             if time.perf_counter() >= deadline:

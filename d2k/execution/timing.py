@@ -63,6 +63,8 @@ def _dict_items(d) -> tuple:
 def _proxy_items(p) -> tuple:
     """A class namespace's pairs (a mappingproxy's, read through the C method)."""
     return _tuple(_items_of_proxy(p))
+
+
 # the interpreter's own table (rebinding sys.modules does not replace it), in a tuple: the module's
 # frozen globals compare a dict by its entries, and the solution's own imports add to this one
 _SYS_MODULES = (sys.modules,)
@@ -106,7 +108,7 @@ def _attributes(obj, mutable: tuple) -> dict:
         if _type(k) is not str:
             raise TimerTampered(f"the solution added a key of type {_type(k).__name__} to a frozen "
                                 f"{_type(obj).__name__}'s attributes")
-    return {k: (v, tuple(_dict_items(v)) if _type(v) is dict else None) for k, v in found if k not in mutable}
+    return {k: (v, _dict_items(v) if _type(v) is dict else None) for k, v in found if k not in mutable}
 
 
 def _same(a: tuple, b: tuple) -> bool:
