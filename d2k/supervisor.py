@@ -270,7 +270,13 @@ def timing_flags(timing: dict, samples: list[float]) -> list[str]:
             and batch.get("null_per_call_ms") is not None:
         excess = float(batch["per_call_ms"]) - float(batch["null_per_call_ms"])
         median_ms = statistics.median(primary)
-        if median_ms < 0.5 * excess - float(batch.get("allowance_ms") or 0.0):
+        if excess < -float(batch.get("allowance_ms") or 0.0):
+            # a call that computes cannot cost less than one that computes nothing: the solution
+            # skipped part of the loop's own work, which the pricing process pays in full (an exact,
+            # cheaper perturbation of its own did: session 21's batch red team), so the bound is void
+            flags.append(f"the solution's calls cost the trusted side {-excess * 1e3:.2f} us less than the pricing "
+                         "process's, which computes nothing: it skipped part of the loop's own work")
+        elif median_ms < 0.5 * excess - float(batch.get("allowance_ms") or 0.0):
             flags.append(f"the timed median {median_ms * 1e3:.2f} us is under half the {excess * 1e3:.2f} us per call "
                          "that the trusted side's own clock gave the solution's calls in a batch")
     return flags

@@ -506,6 +506,10 @@ class Candidate:
         spin = wire.spin_s(self.interpreter)
         for j in range(int(cmd["calls"])):
             seed, _ = wire.recv(self.cmd_fd, 0, spin_s=spin)
+            # as in the timing loop, nothing replaced may run as the inputs are made final: a
+            # perturbation of the solution's, cheaper than the harness's or put off past calls it
+            # faked, undercut the pricing process's share of the loop (session 21's batch red team)
+            self.guard.check()
             values = batch.batch_call(fn, pristine, working, names, int(seed["seed"]), j, returned, mutated)
             # the whole device, not the current stream: work the call left on a stream of its own is
             # in its round trip, and none of it is still running when the process is stopped for the

@@ -780,11 +780,15 @@ class Checker:
             result["null_error"] = f"{type(exc).__name__}: {exc}"[:300]
             self.null_process(drop=True)
 
+        # every call's outputs must have the task's dtypes and shapes, checked or not (a solution
+        # answered unchecked calls with one-element tensors: session 21's batch red team)
+        null_specs = self.null_outputs(workload, base)
+        specs = {name: (d.get("dtype"), d.get("shape")) for name, d in zip(self.returned, null_specs)}
         self.batch_open(self.candidate, base, names, n)
         null = None
         try:
             null = self.null_process()
-            self.batch_open(null, base, names, n, null=self.null_outputs(workload, base))
+            self.batch_open(null, base, names, n, null=null_specs)
         except (CandidateFailed, CheckFailed, OSError) as exc:
             lost_null(exc)
             null = None
@@ -799,6 +803,7 @@ class Checker:
         slots = ["s"] * n + (["n"] * n if null is not None else [])
         self.rng.shuffle(slots)
         order, warm = [], {"s": [], "n": []}
+        warm_calls_s: list[tuple[float, int]] = []  # the solution's warm calls, (seconds, call)
         alone = {"s": 0, "n": 0}  # calls timed while the other process's tree was stopped
         try:
             try:
@@ -812,11 +817,16 @@ class Checker:
                         j = len(seconds)
                         t, reply, out = self.batch_call(self.candidate, j, seeds[j], out_limit)
                         seconds.append(t)
-                        if j in checked:
-                            # kept as received, unpacked after the batch: a checked call must take
-                            # the trusted side no longer than another (a longer pause before the
-                            # next seed would tell the candidate its remaining calls go unchecked)
-                            got[j] = (reply.get("outputs", []), out)
+                        for meta in reply.get("outputs", []):
+                            want = specs.get(meta.get("name"))
+                            if want is not None and (meta.get("dtype"), meta.get("shape")) != want:
+                                raise CheckFailed(f"trusted batch call {j}: output {meta.get('name')} is "
+                                                  f"{meta.get('dtype')} {meta.get('shape')}, not {want[0]} {want[1]}")
+                        # every call's outputs kept as received (the byte budget sized the batch for
+                        # that) and unpacked after the batch: the calls that set the price are only
+                        # known then, and a checked call must take the trusted side no longer than
+                        # another (a longer pause would tell the candidate its other calls go unchecked)
+                        got[j] = (reply.get("outputs", []), out)
                         del reply, out
                     else:
                         try:
@@ -832,14 +842,20 @@ class Checker:
                     alone[slot] += bool(stopped and freezers[other].still_stopped())
                     if order and order[-1] == slot:
                         warm[slot].append(t)
+                        if slot == "s":
+                            warm_calls_s.append((t, len(seconds) - 1))
                     order.append(slot)
             finally:
                 for freezer in freezers.values():
                     freezer.resume()
             self.batch_close(self.candidate)
-        except BaseException:
+        except BaseException as exc:
             if null is not None:  # its batch is left open: its protocol state is unknown
                 self.null_process(drop=True)
+            if isinstance(exc, CheckFailed):
+                # so is the solution's: it waits for a seed, and would read the next workload's
+                # command as one (the batch's shape check fails mid-batch)
+                exc.restart = True
             raise
         if null is not None:
             try:
@@ -847,7 +863,16 @@ class Checker:
             except (CandidateFailed, CheckFailed, OSError) as exc:
                 lost_null(exc)
                 null = None
-        for j, inputs in self.replay(base, names, seeds, checked, 1):
+        # Also compared: the calls that set the solution's price (those at or below its low quantile).
+        # A solution that told warm calls from cold ones by its own clock and faked a few warm ones
+        # moved the price, and went unseen unless one of three random calls was a fake (session 21's
+        # batch red team); now a fake that sets the price is checked.
+        pool = warm_calls_s if len(warm_calls_s) >= WARM_CALLS_MIN else [(t, j) for j, t in enumerate(seconds)]
+        ordered = sorted(pool)
+        upper = min(int(batch.PRICE_QUANTILE * (len(ordered) - 1)) + 1, len(ordered) - 1)
+        price_calls = {j for _, j in ordered[:upper + 1]}
+        result["price_calls_checked"] = sorted(price_calls - set(checked))
+        for j, inputs in self.replay(base, names, seeds, sorted(set(checked) | price_calls), 1):
             received = self.received(*got.pop(j), {}, f"trusted batch call {j}")
             expected = self.run_reference(self.fresh(inputs))
             outputs, expected = self.canonical(received, inputs), self.canonical(expected, inputs)
@@ -995,6 +1020,7 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
             record = Checker(job, reference_module, candidate, null_process).evaluate(workload)
         except CheckFailed as exc:
             record = {"workload": workload["id"], "status": "failed", "reason": str(exc)}
+            restart = getattr(exc, "restart", False)
         except CandidateFailed as exc:
             record = {"workload": workload["id"], "status": exc.status, "reason": exc.reason, "traceback": exc.traceback}
             restart = True
