@@ -101,14 +101,46 @@ def _attributes(obj, mutable: tuple) -> dict:
     put in a frozen module's globals ran inside this check (and merged itself into another entry,
     so the check saw nothing), after the window, from the check that opens ``after()``
     (guard_key_hash_defer.py, 2026-12-05, session 21's red team)."""
-    # a class's own namespace through the type's descriptor (a mappingproxy), a module's or an
-    # instance's dict as it is
-    found = _proxy_items(_class_dict(obj)) if _is_class(obj) else _dict_items(vars(obj))
+    found = _raw_namespace(obj)
     for k, _ in found:
         if _type(k) is not str:
             raise TimerTampered(f"the solution added a key of type {_type(k).__name__} to a frozen "
                                 f"{_type(obj).__name__}'s attributes")
     return {k: (v, _dict_items(v) if _type(v) is dict else None) for k, v in found if k not in mutable}
+
+
+def _raw(obj) -> tuple:
+    """``obj``'s namespace as it is now, pair for pair, with each dict value's pairs beside it."""
+    found = _raw_namespace(obj)
+    return found, _tuple((k, v, _dict_items(v)) for k, v in found if _type(v) is dict)
+
+
+def _unchanged(obj, raw: tuple) -> bool:
+    """The fast test of the guard's check: is ``obj``'s namespace still ``raw``, key for key and
+    value for value by identity (insertion order included), and each dict value's pairs too? Any
+    difference, a legitimately mutable attribute's included, sends the check to the full
+    comparison, which names what changed."""
+    found, dicts = _raw_namespace(obj), raw[1]
+    before = raw[0]
+    if len(found) != len(before):
+        return False
+    for a, b in zip(found, before):
+        if a[0] is not b[0] or a[1] is not b[1]:
+            return False
+    for _, value, pairs in dicts:
+        now = _dict_items(value)
+        if len(now) != len(pairs):
+            return False
+        for a, b in zip(now, pairs):
+            if a[0] is not b[0] or a[1] is not b[1]:
+                return False
+    return True
+
+
+def _raw_namespace(obj) -> tuple:
+    """``obj``'s own namespace's pairs: a class's through the type's descriptor (a mappingproxy), a
+    module's or an instance's dict as it is."""
+    return _proxy_items(_class_dict(obj)) if _is_class(obj) else _dict_items(vars(obj))
 
 
 def _same(a: tuple, b: tuple) -> bool:
@@ -155,7 +187,7 @@ class TimerGuard:
         """Also check that ``obj``'s own attributes (all but ``mutable``) stay the objects they are
         now and that none is added: an instance attribute shadows a class's method, so the class
         check alone missed ``timer.flush_l2 = lambda: None`` (or a one-byte ``timer.flush``)."""
-        self.frozen = self.frozen + ((obj, mutable, _dict_items(_attributes(obj, mutable)), _type(obj)),)
+        self.frozen = self.frozen + ((obj, mutable, _dict_items(_attributes(obj, mutable)), _type(obj), _raw(obj)),)
 
     def thaw(self, obj) -> None:
         self.frozen = _tuple(f for f in self.frozen if f[0] is not obj)
@@ -179,9 +211,11 @@ class TimerGuard:
             if _dict_get(_SYS_MODULES[0], name, None) is not module:
                 raise TimerTampered(f"the solution replaced sys.modules[{name!r}]")
         # the frozen objects first: the guard's own table of originals is one of them
-        for obj, mutable, pairs, kind in self.frozen:
+        for obj, mutable, pairs, kind, raw in self.frozen:
             if _type(obj) is not kind:  # a class of the solution's could shadow an attribute with a property
                 raise TimerTampered(f"the solution changed the type of the {kind.__name__}")
+            if _unchanged(obj, raw):
+                continue  # the same keys, values and dict contents, object for object, as when frozen
             attrs = _dict(pairs)  # exact str keys, checked when the record was made
             now = _attributes(obj, mutable)
             changed = sorted(k for k in now.keys() | attrs.keys()
