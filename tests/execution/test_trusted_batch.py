@@ -49,6 +49,29 @@ def test_a_failed_pricing_is_not_a_pass():
         assert "pricing process failed (CandidateFailed: the pricing process ran out of memory)" in flag
 
 
+def test_calls_cheaper_than_the_pricing_process_are_suspect():
+    # a solution that skipped part of the loop's own work (its own, cheaper perturbation: session
+    # 21's batch red team) costs the trusted side less than a process that computes nothing
+    (flag,) = timing_flags(_timing(0.005, 0.285, 0.330), [0.005] * 3)
+    assert "45.00 us less than the pricing process's" in flag
+    # an honest call costs more than nothing
+    assert timing_flags(_timing(0.050, 0.400, 0.330), [0.050] * 3) == []
+
+
+def test_pricing_calls_during_which_the_solution_ran_are_suspect():
+    for freezer in ("cgroup", "sigstop"):
+        timing = _timing(0.050, 0.400, 0.330)
+        timing["trusted_batch"].update(freezer=freezer, calls_alone={"solution": 20, "null": 17},
+                                       null_samples_ms=[0.33] * 20)
+        (flag,) = timing_flags(timing, [0.050] * 3)
+        assert "not stopped during 3 of 20 pricing calls" in flag
+        timing["trusted_batch"]["calls_alone"]["null"] = 20
+        assert timing_flags(timing, [0.050] * 3) == []
+    # where nothing could stop the tree (no /proc, a refused signal), nothing is claimed
+    timing["trusted_batch"].update(freezer="none", calls_alone={"solution": 0, "null": 0})
+    assert timing_flags(timing, [0.050] * 3) == []
+
+
 pytestmark_e2e = pytest.mark.skipif(not sandbox.namespaces_available(),
                                     reason="unshare --mount --net --pid is refused here")
 
