@@ -120,20 +120,23 @@ def _unchanged(obj, raw: tuple) -> bool:
     value for value by identity (insertion order included), and each dict value's pairs too? Any
     difference, a legitimately mutable attribute's included, sends the check to the full
     comparison, which names what changed."""
-    found, dicts = _raw_namespace(obj), raw[1]
-    before = raw[0]
-    if len(found) != len(before):
+    before, dicts = raw
+    if not _same_pairs(_raw_namespace(obj), before):
         return False
-    for a, b in zip(found, before):
+    for _, value, pairs in dicts:
+        if not _same_pairs(_dict_items(value), pairs):
+            return False
+    return True
+
+
+def _same_pairs(now: tuple, then: tuple) -> bool:
+    """Are two tuples of (key, value) pairs the same, pair for pair, by identity? (A key or value
+    compared with == would run its class's __eq__.)"""
+    if len(now) != len(then):
+        return False
+    for a, b in zip(now, then):
         if a[0] is not b[0] or a[1] is not b[1]:
             return False
-    for _, value, pairs in dicts:
-        now = _dict_items(value)
-        if len(now) != len(pairs):
-            return False
-        for a, b in zip(now, pairs):
-            if a[0] is not b[0] or a[1] is not b[1]:
-                return False
     return True
 
 
@@ -144,10 +147,10 @@ def _raw_namespace(obj) -> tuple:
 
 
 def _same(a: tuple, b: tuple) -> bool:
-    # identity only: a key or value compared with == runs its class's __eq__
+    """One attribute's record, (value, its pairs if a dict), against another, by identity."""
     if a[0] is not b[0] or (a[1] is None) != (b[1] is None):
         return False
-    return a[1] is None or (len(a[1]) == len(b[1]) and all(x[0] is y[0] and x[1] is y[1] for x, y in zip(a[1], b[1])))
+    return a[1] is None or _same_pairs(a[1], b[1])
 
 
 class TimerGuard:
