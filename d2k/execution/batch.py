@@ -62,13 +62,26 @@ _IS_META, _LAYOUT, _STRIDED = torch._C.TensorBase.is_meta.__get__, torch._C.Tens
 PRICE_QUANTILE = 0.2
 
 
+def _neighbours(n: int, q: float) -> tuple[int, int, float]:
+    """The two order statistics (of ``n``) the ``q`` quantile lies between, and how far along."""
+    at = q * (n - 1)
+    below = int(at)
+    return below, min(below + 1, n - 1), at - below
+
+
 def low_quantile(values: list[float], q: float = PRICE_QUANTILE) -> float:
     """The ``q`` quantile of ``values`` (linear between the two nearest order statistics)."""
     ordered = sorted(values)
-    at = q * (len(ordered) - 1)
-    below = int(at)
-    above = min(below + 1, len(ordered) - 1)
-    return ordered[below] + (ordered[above] - ordered[below]) * (at - below)
+    below, above, frac = _neighbours(len(ordered), q)
+    return ordered[below] + (ordered[above] - ordered[below]) * frac
+
+
+def price_setters(timed: list[tuple[float, int]], q: float = PRICE_QUANTILE) -> set[int]:
+    """The calls, of ``(seconds, call)`` pairs, that ``low_quantile`` of their seconds is read from
+    or lies below: the ones a faked call would have to be to move it."""
+    ordered = sorted(timed)
+    _, above, _ = _neighbours(len(ordered), q)
+    return {j for _, j in ordered[:above + 1]}
 
 
 def named_outputs(result, args: dict, returned: list[str], mutated: list[str]) -> dict | str:

@@ -802,8 +802,8 @@ class Checker:
         # for what that one evicted
         slots = ["s"] * n + (["n"] * n if null is not None else [])
         self.rng.shuffle(slots)
-        order, warm = [], {"s": [], "n": []}
-        warm_calls_s: list[tuple[float, int]] = []  # the solution's warm calls, (seconds, call)
+        order = []
+        warm: dict[str, list[tuple[float, int]]] = {"s": [], "n": []}  # each side's warm calls: (seconds, call)
         alone = {"s": 0, "n": 0}  # calls timed while the other process's tree was stopped
         try:
             try:
@@ -841,9 +841,7 @@ class Checker:
                     # it (the kernel resumes an orphaned process group; a walk can be outrun)
                     alone[slot] += bool(stopped and freezers[other].still_stopped())
                     if order and order[-1] == slot:
-                        warm[slot].append(t)
-                        if slot == "s":
-                            warm_calls_s.append((t, len(seconds) - 1))
+                        warm[slot].append((t, len(seconds if slot == "s" else null_seconds) - 1))
                     order.append(slot)
             finally:
                 for freezer in freezers.values():
@@ -867,10 +865,11 @@ class Checker:
         # A solution that told warm calls from cold ones by its own clock and faked a few warm ones
         # moved the price, and went unseen unless one of three random calls was a fake (session 21's
         # batch red team); now a fake that sets the price is checked.
-        pool = warm_calls_s if len(warm_calls_s) >= WARM_CALLS_MIN else [(t, j) for j, t in enumerate(seconds)]
-        ordered = sorted(pool)
-        upper = min(int(batch.PRICE_QUANTILE * (len(ordered) - 1)) + 1, len(ordered) - 1)
-        price_calls = {j for _, j in ordered[:upper + 1]}
+        def priced_from(all_calls: list, warm_calls: list) -> list[tuple[float, int]]:
+            # the warm calls where there are enough of them (about half the calls are)
+            return warm_calls if len(warm_calls) >= WARM_CALLS_MIN else [(t, j) for j, t in enumerate(all_calls)]
+
+        price_calls = batch.price_setters(priced_from(seconds, warm["s"]))
         result["price_calls_checked"] = sorted(price_calls - set(checked))
         for j, inputs in self.replay(base, names, seeds, sorted(set(checked) | price_calls), 1):
             received = self.received(*got.pop(j), {}, f"trusted batch call {j}")
@@ -881,8 +880,7 @@ class Checker:
         del got
 
         def price_ms(all_calls: list, warm_calls: list) -> float:
-            # the warm calls where there are enough of them (about half the calls are)
-            return round(batch.low_quantile(warm_calls if len(warm_calls) >= WARM_CALLS_MIN else all_calls) * 1e3, 4)
+            return round(batch.low_quantile([t for t, _ in priced_from(all_calls, warm_calls)]) * 1e3, 4)
 
         result.update({"per_call_ms": price_ms(seconds, warm["s"]),
                        "median_ms": round(statistics.median(seconds) * 1e3, 4),
