@@ -209,6 +209,15 @@ def span_figure(timing: dict) -> list[float]:
     return span if span and min(span) > 0 and timing.get("primary") != "events" else []
 
 
+def pricing_calls_not_alone(batch) -> int:
+    """How many of a trusted batch's pricing calls ran while some of the solution's processes were
+    not stopped (0 where no freezer worked: then nothing was claimed)."""
+    if not isinstance(batch, dict) or batch.get("freezer") not in ("cgroup", "sigstop") \
+            or not isinstance(batch.get("calls_alone"), dict) or not batch.get("null_samples_ms"):
+        return 0
+    return max(0, len(batch["null_samples_ms"]) - int(batch["calls_alone"].get("null") or 0))
+
+
 def timing_flags(timing: dict, samples: list[float]) -> list[str]:
     """What the trusted side cannot reconcile in a reported timing (then the status is timing_suspect)."""
     flags = []
@@ -258,13 +267,10 @@ def timing_flags(timing: dict, samples: list[float]) -> list[str]:
         # taking the device memory it needs), so a failed pricing is not a pass
         flags.append(f"the trusted batch's pricing process failed ({str(batch['null_error'])[:160]}): the figure "
                      "could not be checked against the trusted side's clock")
-    elif isinstance(batch, dict) and batch.get("freezer") in ("cgroup", "sigstop") \
-            and isinstance(batch.get("calls_alone"), dict) and batch.get("null_samples_ms") \
-            and int(batch["calls_alone"].get("null") or 0) < len(batch["null_samples_ms"]):
+    elif pricing_calls_not_alone(batch):
         # the solution's processes ran during pricing calls although they were stopped: the kernel
         # resumed an orphaned process group, or processes outran the walk (red team F, session 21)
-        flags.append(f"the solution's processes were not stopped during "
-                     f"{len(batch['null_samples_ms']) - int(batch['calls_alone'].get('null') or 0)} of "
+        flags.append(f"the solution's processes were not stopped during {pricing_calls_not_alone(batch)} of "
                      f"{len(batch['null_samples_ms'])} pricing calls of the trusted batch: its figure could not be checked")
     elif primary and isinstance(batch, dict) and batch.get("per_call_ms") is not None \
             and batch.get("null_per_call_ms") is not None:
