@@ -47,15 +47,20 @@ def _counts(base, tags) -> dict:
     return found
 
 
+def _wait_counting(base, tags) -> None:
+    """Until every process of the tree has counted (up to 20 s)."""
+    deadline = time.time() + 20
+    while not all(_counts(base, tags).values()) and time.time() < deadline:
+        time.sleep(0.05)
+    assert all(_counts(base, tags).values()), _counts(base, tags)
+
+
 def test_stop_holds_every_thread_and_descendant_and_resume_releases_them(tmp_path):
     base = str(tmp_path / "count")
     proc = subprocess.Popen([sys.executable, "-c", TREE, base], start_new_session=True)
     tags = ("thread", "child", "daemon", "main")
     try:
-        deadline = time.time() + 20
-        while not all(_counts(base, tags).values()) and time.time() < deadline:
-            time.sleep(0.05)
-        assert all(_counts(base, tags).values()), _counts(base, tags)
+        _wait_counting(base, tags)
         assert len(freeze.descendants(proc.pid)) == 3
         freezer = freeze.Freezer(proc.pid, settle_s=2.0)
         assert freezer.stop()
@@ -123,9 +128,7 @@ def test_a_cgroup_freezes_burners_that_outrun_the_walk(tmp_path):
     base = str(tmp_path / "count")
     proc = subprocess.Popen([sys.executable, "-c", HOPPER, base], start_new_session=True, preexec_fn=cgroup.enter)
     try:
-        deadline = time.time() + 20
-        while not _counts(base, ("hop",))["hop"] and time.time() < deadline:
-            time.sleep(0.05)
+        _wait_counting(base, ("hop",))
         freezer = freeze.Freezer(proc.pid, settle_s=2.0, cgroup=cgroup)
         assert freezer.kind == "cgroup"
         assert freezer.stop()
@@ -148,9 +151,7 @@ def test_still_stopped_fails_a_tree_with_a_running_process(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", TREE, base], start_new_session=True)
     tags = ("thread", "child", "daemon", "main")
     try:
-        deadline = time.time() + 20
-        while not all(_counts(base, tags).values()) and time.time() < deadline:
-            time.sleep(0.05)
+        _wait_counting(base, tags)
         freezer = freeze.Freezer(proc.pid, settle_s=2.0)
         assert freezer.stop() and freezer.still_stopped()
         # the kernel resumed one of them (as it does for an orphaned process group)
