@@ -37,7 +37,8 @@
 # is run again alone if it is cut short.) Session 20 got no device.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
-# PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET).
+# PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
+# FLA_SECONDS caps fla's share, and trust's corpus gets what is left less the two benches' 150 s.
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite).
 set -uo pipefail
 deadline=$(( $(date +%s) + ${SECONDS_BUDGET:-560} ))
@@ -46,9 +47,10 @@ P="bash benchmarks/packed.sh"
 for part in ${PARTS:-trust fla}; do
   (( $(left) > 30 )) || { echo "no time left for $part"; continue; }
   case $part in
-    trust) $P trust bash -c 'export D2K_DB=/tmp/trust.duckdb; source benchmarks/gpu_env.sh
+    trust) corpus_seconds=$(( $(left) - 150 < 260 ? $(left) - 150 : 260 ))   # the two benches keep their 2 min
+          $P trust bash -c 'export D2K_DB=/tmp/trust.duckdb; source benchmarks/gpu_env.sh
           python3 -m pip install -q --no-index --find-links .whl pytest
-          D2K_GPU_SHARE=8 D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout 260 python3 -m pytest -q -m gpu \
+          D2K_GPU_SHARE=8 D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout '"$corpus_seconds"' python3 -m pytest -q -m gpu \
             tests/adversarial/test_corpus_gpu.py -p no:cacheprovider > "$OUT/corpus_gpu.log" 2>&1
           timeout 60 python3 -m d2k bench --tasks rmsnorm,silu_and_mul --solution expert > "$OUT/bench_events.log" 2>&1
           D2K_TIMING={\"device_span\":true} D2K_DB=/tmp/trust_span.duckdb timeout 60 python3 -m d2k bench \
@@ -64,7 +66,8 @@ for part in ${PARTS:-trust fla}; do
             > "$OUT/gluon_ragged_test.txt" 2>&1
           TIMEOUT=90 TASKS=fp8_blockwise_gemm,w4a16_gemm SOLUTIONS="expert baselines" BENCH_SECONDS=150 \
             bash benchmarks/content_b_h200.sh' ;;
-    fla) $P fla env SECONDS_TOTAL=$(( $(left) - 15 )) bash benchmarks/fla_same_call_h200.sh ;;
+    fla) fla_seconds=$(( $(left) - 15 < ${FLA_SECONDS:-9999} ? $(left) - 15 : ${FLA_SECONDS:-9999} ))
+         $P fla env SECONDS_TOTAL=$fla_seconds bash benchmarks/fla_same_call_h200.sh ;;
     moe) moe_seconds=$(( $(left) - 10 < 260 ? $(left) - 10 : 260 ))   # leaves merge and w4b their share
          $P moe bash -c 'export D2K_DB=/tmp/moe.duckdb; TIMEOUT=120 TASKS=fused_moe_experts \
            SOLUTIONS="baselines naive expert compiled" BENCH_SECONDS='"$moe_seconds"' bash benchmarks/content_b_h200.sh' ;;
