@@ -3,7 +3,8 @@
 # fla-core (tasks/<id>/baselines/fla.py), in two processes with two stores, the expert first in the
 # first and fla-core first in the second, device span, read flush. Each evaluation stores the clocks
 # it ran under (timing.gpu_clocks), since the GDN expert's prefill figures moved 10-61 % between
-# calls. SECONDS_TOTAL (default 480) bounds the whole; each process gets half, prefill two thirds of it.
+# calls. SECONDS_TOTAL (default 480) bounds the whole; each process gets half (PROCESSES=1: all),
+# prefill two thirds of it.
 # Writes $OUT/bench_{1,2}.log, $OUT/evaluations_{1,2}.json, $OUT/fla_{1,2}.duckdb, calibrate.log.
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops).
 set -uo pipefail
@@ -12,9 +13,10 @@ python3 -m pip install -q --no-index --no-deps .whl/fla_core-*.whl .whl/einops-*
 export D2K_TIMING='{"device_span": true, "flush_mode": "read"}'
 start=$(date +%s)
 python3 -m d2k calibrate > "$OUT/calibrate.log" 2>&1
-half=$(( (${SECONDS_TOTAL:-480} - ($(date +%s) - start)) / 2 ))
+n=${PROCESSES:-2}   # 1: the expert-first process only, where the call has no time for two
+half=$(( (${SECONDS_TOTAL:-480} - ($(date +%s) - start)) / n ))
 expert="--solution expert"
-for i in 1 2; do
+for i in $(seq 1 "$n"); do
   export D2K_DB=/tmp/fla_$i.duckdb
   prefill_fla="--solution tasks/gdn_chunk_prefill/baselines/fla.py"
   decode_fla="--solution tasks/gdn_decode/baselines/fla.py"
