@@ -226,3 +226,15 @@ def test_a_shared_gpu_time_gives_no_speedup(tmp_path):
     assert row == (None, None)
     store.con.execute("UPDATE evaluations SET flags = NULL")
     assert store.con.execute("SELECT speedup FROM v_workload_speedup WHERE solution = 'expert'").fetchone()[0] == 2.0
+
+
+def test_the_trusted_batch_warns_on_a_gpu_only(monkeypatch):
+    """On a GPU the batch flagged honest kernels (session 22's H100 run): a run with it on is told so."""
+    from d2k.sweep import trusted_batch_warning
+
+    monkeypatch.delenv("D2K_TIMING", raising=False)
+    assert trusted_batch_warning("cuda", {"trusted_batch": True}).startswith("trusted_batch on a GPU")
+    assert trusted_batch_warning("cuda", {}) is None
+    assert trusted_batch_warning("interpreter", {"trusted_batch": True}) is None
+    monkeypatch.setenv("D2K_TIMING", '{"trusted_batch": true}')
+    assert trusted_batch_warning("cuda", None) is not None   # the environment's setting counts too
