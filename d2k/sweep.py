@@ -133,6 +133,7 @@ def parallel_workers(backend: str, jobs: int) -> int:
         wanted = min(wanted, len(visible_devices()) * gpu_share())
     return max(1, min(wanted, jobs or 1))
 
+
 def trusted_batch_warning(backend: str, timing: dict | None) -> str | None:
     """What a GPU run with the trusted batch on should be told, or None.
 
@@ -145,7 +146,6 @@ def trusted_batch_warning(backend: str, timing: dict | None) -> str | None:
     return ("trusted_batch on a GPU: its round trips differ by up to a millisecond between the two processes "
             "(H100, 2026-12-05), so it flags honest kernels shorter than that; its flags are a study there, "
             "not a check (README, 'Trusted batch')")
-
 
 
 def gpu_share() -> int:
