@@ -227,6 +227,15 @@ def timing_flags(timing: dict, samples: list[float]) -> list[str]:
     if wall is not None and samples and sum(samples) > float(wall) * 1.02 + 1.0:
         flags.append(f"the per-call times add up to {sum(samples):.1f} ms, more than the {float(wall):.1f} ms "
                      "the trusted side saw the whole timing take")
+    # CPU that the solution's other processes ran while it was timed (tree_cpu.py, read by the trusted
+    # side from /proc): an honest solution leaves none running, while a helper process that does the
+    # call's work outside the clock pays at least the work it takes out of the timed calls. The 2 ms
+    # are /proc's tick resolution for reaped children; a quarter of the timed total is the room
+    # left for anything the solution honestly leaves behind.
+    other = timing.get("other_processes_cpu_ms")
+    if type(other) in (int, float) and samples and other > 2.0 + 0.25 * sum(samples):
+        flags.append(f"the solution's other processes ran {other:.1f} ms on a CPU while it was timed, against "
+                     f"{sum(samples):.1f} ms of timed calls: work done outside the calls' clock")
     span = timing.get("span_samples_ms")
     if span and samples and timing.get("method") == "cuda_events":
         if statistics.median(span) > statistics.median(samples) * 1.5 + 0.01:

@@ -264,6 +264,12 @@ class CandidateProcess:
         self.wire = wire
         self.arena = wire.Arena(arena_fd) if arena_fd is not None else None
 
+    def other_processes_cpu(self):
+        """A reader of the CPU time this candidate's processes other than its main one run (tree_cpu.py)."""
+        from d2k.execution.tree_cpu import OtherProcessesCpu
+
+        return OtherProcessesCpu(self.proc.pid, bool(self.meta.get("layers", {}).get("pid_namespace")))
+
     def died(self) -> CandidateFailed:
         try:
             code = self.proc.wait(timeout=10)
@@ -617,6 +623,9 @@ class Checker:
         # call j's perturbation seed, drawn when call j asks for it, just before it runs (see candidate.time)
         seeds: list[int] = []
         metas, blobs = self.wire.pack(base)
+        # what the solution's other processes run meanwhile, read from /proc (tree_cpu.py)
+        others = self.candidate.other_processes_cpu()
+        others.start()
         started = time.perf_counter()
         self.candidate.send({"op": "time", "inputs": metas, "returned": self.returned, "mutated": self.mutated,
                              "n_sets": n_sets, "perturb": names, "settings": settings}, blobs)
@@ -659,6 +668,7 @@ class Checker:
                 continue
             break
         wall_ms = (time.perf_counter() - started) * 1e3
+        other_ms = others.stop()
         if not reply.get("ok"):
             raise candidate_failure(reply, "timing failed")
         timing = reply.get("timing") if isinstance(reply.get("timing"), dict) else {}
@@ -693,7 +703,8 @@ class Checker:
                 checked.append(j)
                 del expected, got
         timing.update({"input_bytes": set_bytes, "checked_calls": checked, "trusted_wall_ms": round(wall_ms, 3),
-                       "perturbed_inputs": names})
+                       "perturbed_inputs": names,
+                       "other_processes_cpu_ms": None if other_ms is None else round(other_ms, 3)})
         del base
         gc.collect()
         if not self.interpreter:

@@ -13,8 +13,15 @@ same work, to keep it warm). A race: if the child is late, the copy holds stale 
 checked call fails: on this 2-core machine, shared with other work, this version passed both
 workloads in 1 of 4 runs (ed8c83d, 20 and 18 us against the control's ~57) and lost the race on a
 checked call in the other 3. cmd_relay_precompute.py is the deterministic form.
-expect: failed
-reason: TODO
+
+Session 22: the trusted side now reads from /proc the CPU time the candidate's other processes run
+while it is timed (d2k/execution/tree_cpu.py). The helper spins, so a run that wins the race is
+timing_suspect ("the solution's other processes ran 79.6 ms on a CPU while it was timed, against
+0.1 ms of timed calls"); one that loses it fails a checked call. Never passed. (A helper that
+blocks until each call wakes it pays only the work it takes out of the calls, and is flagged once
+that exceeds a quarter of the timed total plus 2 ms.)
+expect: failed|timing_suspect
+expect_gpu: failed|error|timing_suspect
 """
 import mmap
 import os

@@ -1,0 +1,121 @@
+"""CPU time that a candidate's other processes spend while its calls are timed, read from /proc.
+
+The clock that times a call runs in the candidate's main process. A process the solution forks can
+do the call's work outside that clock. For example, it can write the output into shared memory
+between the clock's stop and the harness's copy (``helper_process_race.py``, session 21's red team:
+it passed at a third of the honest time). The guard, the thread watch and the hook watch look only
+inside the main process, so they cannot see a helper process.
+
+From the outside, the trusted side reads what each process of the candidate's tree other than the
+main one ran on a CPU while the timing phase lasted. It reads each thread's
+``/proc/PID/task/TID/schedstat``, in ns. Children that exit and are reaped by the main process are
+counted too, through the main process's ``cutime``/``cstime``, in clock ticks. An honest solution
+leaves nothing running: Triton's and the inductor's compiler processes have exited, or sit idle,
+before timing starts. So a few ms of such CPU beside the timed calls' total means work done outside
+them (``supervisor.timing_flags``).
+
+What this does not see:
+- a helper that leaves the tree without the pid namespace (a double fork is then reparented to the
+  host's init);
+- a helper that exits unreaped during the phase;
+- a thread of the main process (the thread watch's concern; on the interpreter the candidate runs
+  with ``OMP_NUM_THREADS=1``, but a GPU process's driver and profiler threads are honest).
+
+Linux only; elsewhere ``measure`` gives None and nothing is flagged.
+"""
+
+from __future__ import annotations
+
+import os
+
+from d2k.execution.freeze import PROC, descendants
+
+_TICK_NS = 1e9 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+def run_ns(pid: int) -> int | None:
+    """The CPU time all of ``pid``'s threads have run, in ns; None when ``pid`` is gone."""
+    tasks = PROC / str(pid) / "task"
+    try:
+        tids = os.listdir(tasks)
+    except OSError:
+        return None
+    total = 0
+    for tid in tids:
+        try:
+            total += int((tasks / tid / "schedstat").read_text().split()[0])
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended between the listing and the read
+    return total
+
+
+def reaped_ns(pid: int) -> int | None:
+    """The CPU time of ``pid``'s reaped children (``cutime + cstime``), in ns; None when gone."""
+    try:
+        # the fields after the command name (which may hold spaces and parentheses): state is the
+        # 3rd field of the line, cutime the 16th and cstime the 17th
+        fields = (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+        return int((int(fields[13]) + int(fields[14])) * _TICK_NS)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class OtherProcessesCpu:
+    """The CPU time that the processes of a candidate's tree other than its main process run
+    between ``start()`` and ``stop()``.
+
+    ``root`` is the process d2k started. With the pid namespace it is ``unshare``, whose single
+    child is the candidate (orphans in the namespace are reparented to that child, not to root).
+    Without it, root is the candidate itself."""
+
+    def __init__(self, root: int, namespaced: bool):
+        self.root = root
+        self.namespaced = namespaced
+        self.main: int | None = None
+        self.before: dict[int, int] = {}
+        self.reaped_before: int | None = None
+
+    def _tree(self) -> tuple[int | None, list[int]]:
+        """(the main process, the others), ``root`` and ``unshare`` left out."""
+        tree = descendants(self.root)
+        if not tree:
+            return None, []
+        if self.namespaced:
+            if self.main is None:
+                children = [p for p in tree[1:] if _parent(p) == self.root]
+                self.main = children[0] if len(children) == 1 else None
+            main = self.main
+        else:
+            main = self.main = self.root
+        return main, [p for p in tree if p not in (self.root, main)]
+
+    def start(self) -> None:
+        main, others = self._tree()
+        self.before = {p: ns for p in others if (ns := run_ns(p)) is not None}
+        self.reaped_before = reaped_ns(main) if main is not None else None
+
+    def stop(self) -> float | None:
+        """Milliseconds of CPU that the other processes ran since ``start()``; None where it cannot
+        be read (no /proc, no main process found)."""
+        main, others = self._tree()
+        if main is None or self.reaped_before is None:
+            return None
+        total = 0
+        for p in others:
+            ns = run_ns(p)
+            if ns is not None:
+                total += ns - self.before.get(p, 0)
+        reaped = reaped_ns(main)
+        if reaped is not None:
+            # a child reaped during the phase brings its whole life's CPU: take off what it had
+            # already run when the phase began
+            gone = sum(ns for p, ns in self.before.items() if p not in others)
+            total += max(0, reaped - self.reaped_before - gone)
+        return max(0, total) / 1e6
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int((PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
