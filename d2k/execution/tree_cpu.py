@@ -9,7 +9,7 @@ inside the main process, so they cannot see a helper process.
 From the outside, the trusted side reads what each process of the candidate's tree other than the
 main one ran on a CPU while the timing phase lasted. It reads each thread's
 ``/proc/PID/task/TID/schedstat``, in ns. Children that exit and are reaped by the main process are
-counted too, through the main process's ``cutime``/``cstime``, in clock ticks. An honest solution
+counted too, through their parent's ``cutime``/``cstime``, in clock ticks. An honest solution
 leaves nothing running: Triton's and the inductor's compiler processes have exited, or sit idle,
 before timing starts. So a few ms of such CPU beside the timed calls' total means work done outside
 them (``supervisor.timing_flags``).
@@ -17,11 +17,10 @@ them (``supervisor.timing_flags``).
 What this does not see:
 - a helper that leaves the tree without the pid namespace (a double fork is then reparented to the
   host's init);
-- a helper that exits unreaped during the phase;
 - a thread of the main process (the thread watch's concern; on the interpreter the candidate runs
   with ``OMP_NUM_THREADS=1``, but a GPU process's driver and profiler threads are honest).
 
-Linux only; elsewhere ``measure`` gives None and nothing is flagged.
+Linux only; elsewhere ``stop()`` gives None and nothing is flagged.
 """
 
 from __future__ import annotations
@@ -76,7 +75,7 @@ class OtherProcessesCpu:
         self.reaped_before: int | None = None
 
     def _tree(self) -> tuple[int | None, list[int]]:
-        """(the main process, the others), ``root`` and ``unshare`` left out."""
+        """(the main process, the others); ``root`` is in neither where it is ``unshare``."""
         tree = descendants(self.root)
         if not tree:
             return None, []
@@ -91,7 +90,7 @@ class OtherProcessesCpu:
 
     def start(self) -> None:
         main, others = self._tree()
-        self.before = {p: ns for p in others if (ns := run_ns(p)) is not None}
+        self.before = {p: _used(p) for p in others}
         self.reaped_before = reaped_ns(main) if main is not None else None
 
     def stop(self) -> float | None:
@@ -100,18 +99,21 @@ class OtherProcessesCpu:
         main, others = self._tree()
         if main is None or self.reaped_before is None:
             return None
-        total = 0
-        for p in others:
-            ns = run_ns(p)
-            if ns is not None:
-                total += ns - self.before.get(p, 0)
+        # each other process's own run time and its reaped children's (a helper may hand the work
+        # to short-lived children of its own)
+        total = sum(_used(p) - self.before.get(p, 0) for p in others)
         reaped = reaped_ns(main)
         if reaped is not None:
-            # a child reaped during the phase brings its whole life's CPU: take off what it had
-            # already run when the phase began
-            gone = sum(ns for p, ns in self.before.items() if p not in others)
+            # a process reaped during the phase brings its whole life's CPU to its parent: take off
+            # what it had already used when the phase began
+            gone = sum(used for p, used in self.before.items() if p not in others)
             total += max(0, reaped - self.reaped_before - gone)
         return max(0, total) / 1e6
+
+
+def _used(pid: int) -> int:
+    """``pid``'s run time and its reaped children's, in ns (0 once it is gone)."""
+    return (run_ns(pid) or 0) + (reaped_ns(pid) or 0)
 
 
 def _parent(pid: int) -> int | None:
