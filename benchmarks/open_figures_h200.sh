@@ -35,6 +35,9 @@
 # `PARTS="tb ship"` (ship re-times gemlite).
 # (trust takes up to ~380 s: the corpus, 8 at a time, then two short benches; fla gets the rest and
 # is run again alone if it is cut short.) Session 20 got no device.
+# Session 22 (2026-12-05) got an H100 for 274 s after 12 refused starts: fla ran once (PROCESSES=1;
+# fla-core reached one prefill workload of three), see benchmarks/studies/2026-12-05-session22-h100.
+# Next: `PARTS="trust c14 cmerge"`, then `PARTS="w4b ship"`, then `PROCESSES=2 PARTS=fla` alone.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
