@@ -230,8 +230,8 @@ def timing_flags(timing: dict, samples: list[float]) -> list[str]:
     # CPU that the solution's other processes ran while it was timed (tree_cpu.py, read by the trusted
     # side from /proc): an honest solution leaves none running, while a helper process that does the
     # call's work outside the clock pays at least the work it takes out of the timed calls. The 2 ms
-    # are /proc's tick resolution for reaped children; a quarter of the timed total is the room
-    # left for anything the solution honestly leaves behind.
+    # and a quarter of the timed total are the room left for what a solution honestly leaves behind
+    # (a compiler process finishing, say); a reaped child counts in /proc's clock ticks (10 ms).
     other = timing.get("other_processes_cpu_ms")
     if type(other) in (int, float) and samples and other > 2.0 + 0.25 * sum(samples):
         flags.append(f"the solution's other processes ran {other:.1f} ms on a CPU while it was timed, against "
