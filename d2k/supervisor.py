@@ -232,10 +232,14 @@ def timing_flags(timing: dict, samples: list[float]) -> list[str]:
     # call's work outside the clock pays at least the work it takes out of the timed calls. The 2 ms
     # and a quarter of the timed total are the room left for what a solution honestly leaves behind
     # (a compiler process finishing, say); a reaped child counts in /proc's clock ticks (10 ms).
-    other = timing.get("other_processes_cpu_ms")
-    if type(other) in (int, float) and samples and other > 2.0 + 0.25 * sum(samples):
-        flags.append(f"the solution's other processes ran {other:.1f} ms on a CPU while it was timed, against "
-                     f"{sum(samples):.1f} ms of timed calls: work done outside the calls' clock")
+    # The same for the main process's other threads, recorded under the interpreter only.
+    beside = {what: timing.get(key) for what, key in (("other processes", "other_processes_cpu_ms"),
+                                                      ("threads but the first", "other_threads_cpu_ms"))}
+    beside = {what: v for what, v in beside.items() if type(v) in (int, float)}
+    if beside and samples and sum(beside.values()) > 2.0 + 0.25 * sum(samples):
+        ran = " and ".join(f"its {what} {v:.1f} ms" for what, v in beside.items() if v)
+        flags.append(f"the solution ran work on a CPU beside its timed calls ({ran}, against {sum(samples):.1f} ms "
+                     "of timed calls): work done outside the calls' clock")
     span = timing.get("span_samples_ms")
     if span and samples and timing.get("method") == "cuda_events":
         if statistics.median(span) > statistics.median(samples) * 1.5 + 0.01:

@@ -14,18 +14,23 @@ leaves nothing running: Triton's and the inductor's compiler processes have exit
 before timing starts. So a few ms of such CPU beside the timed calls' total means work done outside
 them (``supervisor.timing_flags``).
 
-What this does not see:
-- a helper that leaves the tree without the pid namespace (a double fork is then reparented to the
-  host's init);
-- a thread of the main process (the thread watch's concern; on the interpreter the candidate runs
-  with ``OMP_NUM_THREADS=1``, but a GPU process's driver and profiler threads are honest).
+The same goes for the main process's threads other than its first, read as the process's CPU
+clock (every thread it ever had, ended ones included) less the first thread's run time. The
+thread watch looks for them from inside, where a solution that blinds the guard's check blinds it
+too (``guard_check_method_noop.py``). They are recorded under the interpreter only, where the
+candidate computes on one thread (``OMP_NUM_THREADS=1``). On a GPU the driver's and the profiler's
+threads run honestly beside the calls.
 
-Linux only; elsewhere ``stop()`` gives None and nothing is flagged.
+What this does not see: a helper that leaves the tree, which it can do only without the pid
+namespace (a double fork is then reparented to the host's init).
+
+Linux only; elsewhere ``stop()`` gives Nones and nothing is flagged.
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 from d2k.execution.freeze import PROC, descendants
 
@@ -48,6 +53,26 @@ def run_ns(pid: int) -> int | None:
     return total
 
 
+def process_ns(pid: int) -> int | None:
+    """The CPU time ``pid`` has run, every thread it ever had included (those that ended too), in
+    ns, from the kernel's CPU clock of that process; the live threads' sum where that clock cannot
+    be read; None when ``pid`` is gone."""
+    try:
+        # the clock id of another process's CPU clock (CPUCLOCK_SCHED of the whole thread group),
+        # as clock_getcpuclockid() makes it
+        return int(time.clock_gettime((~pid << 3) | 2) * 1e9)
+    except (OSError, OverflowError, AttributeError):
+        return run_ns(pid)
+
+
+def thread_ns(pid: int, tid: int) -> int | None:
+    """The CPU time one thread has run, in ns; None when it is gone."""
+    try:
+        return int((PROC / str(pid) / "task" / str(tid) / "schedstat").read_text().split()[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def reaped_ns(pid: int) -> int | None:
     """The CPU time of ``pid``'s reaped children (``cutime + cstime``), in ns; None when gone."""
     try:
@@ -61,7 +86,7 @@ def reaped_ns(pid: int) -> int | None:
 
 class OtherProcessesCpu:
     """The CPU time that the processes of a candidate's tree other than its main process run
-    between ``start()`` and ``stop()``.
+    between ``start()`` and ``stop()``, and the threads of the main process other than its first.
 
     ``root`` is the process d2k started. With the pid namespace it is ``unshare``, whose single
     child is the candidate (orphans in the namespace are reparented to that child, not to root).
@@ -73,6 +98,7 @@ class OtherProcessesCpu:
         self.main: int | None = None
         self.before: dict[int, int] = {}
         self.reaped_before: int | None = None
+        self.threads_before: int | None = None
 
     def _tree(self) -> tuple[int | None, list[int]]:
         """(the main process, the others); ``root`` is in neither where it is ``unshare``."""
@@ -92,13 +118,15 @@ class OtherProcessesCpu:
         main, others = self._tree()
         self.before = {p: _used(p) for p in others}
         self.reaped_before = reaped_ns(main) if main is not None else None
+        self.threads_before = _side_threads_ns(main) if main is not None else None
 
-    def stop(self) -> float | None:
-        """Milliseconds of CPU that the other processes ran since ``start()``; None where it cannot
-        be read (no /proc, no main process found)."""
+    def stop(self) -> dict:
+        """Milliseconds of CPU run since ``start()``: ``other_processes_cpu_ms`` by the other
+        processes, ``other_threads_cpu_ms`` by the main process's threads but its first (those that
+        ended included); None where it cannot be read (no /proc, no main process found)."""
         main, others = self._tree()
         if main is None or self.reaped_before is None:
-            return None
+            return {"other_processes_cpu_ms": None, "other_threads_cpu_ms": None}
         # each other process's own run time and its reaped children's (a helper may hand the work
         # to short-lived children of its own)
         total = sum(_used(p) - self.before.get(p, 0) for p in others)
@@ -108,12 +136,21 @@ class OtherProcessesCpu:
             # what it had already used when the phase began
             gone = sum(used for p, used in self.before.items() if p not in others)
             total += max(0, reaped - self.reaped_before - gone)
-        return max(0, total) / 1e6
+        threads = _side_threads_ns(main)
+        side = None if threads is None or self.threads_before is None else max(0, threads - self.threads_before)
+        return {"other_processes_cpu_ms": max(0, total) / 1e6,
+                "other_threads_cpu_ms": None if side is None else side / 1e6}
+
+
+def _side_threads_ns(pid: int) -> int | None:
+    """What ``pid``'s threads other than its first have run, ended ones included, in ns."""
+    whole, first = process_ns(pid), thread_ns(pid, pid)
+    return None if whole is None or first is None else whole - first
 
 
 def _used(pid: int) -> int:
     """``pid``'s run time and its reaped children's, in ns (0 once it is gone)."""
-    return (run_ns(pid) or 0) + (reaped_ns(pid) or 0)
+    return (process_ns(pid) or 0) + (reaped_ns(pid) or 0)
 
 
 def _parent(pid: int) -> int | None:

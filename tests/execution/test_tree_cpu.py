@@ -34,7 +34,7 @@ def _measure(proc: subprocess.Popen, seconds: float) -> float | None:
     cpu = OtherProcessesCpu(proc.pid, namespaced=False)
     cpu.start()
     time.sleep(seconds)
-    return cpu.stop()
+    return cpu.stop()["other_processes_cpu_ms"]
 
 
 def test_a_spinning_helper_process_is_counted_and_a_sleeping_one_is_not():
@@ -75,7 +75,7 @@ def test_a_helper_that_exits_and_is_reaped_is_counted_through_its_parent():
         proc.stdin.write("go\n")
         proc.stdin.flush()
         assert proc.stdout.readline().strip() == "reaped"
-        ran = cpu.stop()
+        ran = cpu.stop()["other_processes_cpu_ms"]
     finally:
         os.killpg(proc.pid, 9)
         proc.wait()
@@ -87,17 +87,52 @@ def test_a_main_process_that_is_gone_gives_no_figure():
     proc.wait()
     cpu = OtherProcessesCpu(proc.pid, namespaced=False)
     cpu.start()
-    assert cpu.stop() is None
+    assert cpu.stop() == {"other_processes_cpu_ms": None, "other_threads_cpu_ms": None}
 
 
 def test_other_processes_cpu_flags_a_timing_beyond_a_quarter_of_the_timed_calls():
     samples = [0.05] * 20   # 1 ms of timed calls
-    assert timing_flags({"other_processes_cpu_ms": 0.0}, samples) == []
+    assert timing_flags({"other_processes_cpu_ms": 0.0, "other_threads_cpu_ms": 0.0}, samples) == []
     assert timing_flags({"other_processes_cpu_ms": 2.2}, samples) == []   # under 2 ms + a quarter of 1 ms
-    flags = timing_flags({"other_processes_cpu_ms": 79.6}, samples)
-    assert len(flags) == 1 and "other processes ran 79.6 ms" in flags[0]
-    assert timing_flags({"other_processes_cpu_ms": None}, samples) == []     # not measured: nothing said
+    flags = timing_flags({"other_processes_cpu_ms": 79.6, "other_threads_cpu_ms": 0.0}, samples)
+    assert len(flags) == 1 and "its other processes 79.6 ms" in flags[0] and "threads" not in flags[0]
+    flags = timing_flags({"other_processes_cpu_ms": 1.5, "other_threads_cpu_ms": 1.5}, samples)   # together over
+    assert len(flags) == 1 and "threads but the first 1.5 ms" in flags[0]
+    assert timing_flags({"other_processes_cpu_ms": None, "other_threads_cpu_ms": None}, samples) == []
     assert timing_flags({"other_processes_cpu_ms": "79.6"}, samples) == []   # only the trusted side's number
+
+
+def test_a_thread_that_worked_and_ended_is_counted_apart_from_the_first_thread():
+    code = textwrap.dedent("""
+        import sys, threading, time
+        def spin(seconds):
+            end = time.time() + seconds
+            while time.time() < end:
+                pass
+        print("ready", flush=True)
+        sys.stdin.readline()
+        spin(0.2)                                        # the first thread's own work: not counted
+        worker = threading.Thread(target=spin, args=(0.3,))
+        worker.start()
+        worker.join()                                    # ended before the reading
+        print("done", flush=True)
+        time.sleep(30)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        cpu = OtherProcessesCpu(proc.pid, namespaced=False)
+        cpu.start()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "done"
+        ran = cpu.stop()
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+    assert ran["other_processes_cpu_ms"] < 5, ran
+    assert 100 < ran["other_threads_cpu_ms"] < 400, ran   # the 300 ms thread, less what load took
 
 
 def test_in_a_pid_namespace_the_main_process_is_roots_single_child_and_is_not_counted():
@@ -126,7 +161,7 @@ def test_in_a_pid_namespace_the_main_process_is_roots_single_child_and_is_not_co
             cpu = OtherProcessesCpu(proc.pid, namespaced=True)
             cpu.start()
             time.sleep(0.5)
-            return cpu.stop()
+            return cpu.stop()["other_processes_cpu_ms"]
         finally:
             os.killpg(proc.pid, 9)
             proc.wait()
