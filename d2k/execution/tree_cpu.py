@@ -132,10 +132,11 @@ class OtherProcessesCpu:
         total = sum(_used(p) - self.before.get(p, 0) for p in others)
         reaped = reaped_ns(main)
         if reaped is not None:
-            # a process reaped during the phase brings its whole life's CPU to its parent: take off
-            # what it had already used when the phase began
-            gone = sum(used for p, used in self.before.items() if p not in others)
-            total += max(0, reaped - self.reaped_before - gone)
+            total += reaped - self.reaped_before
+        # a process reaped during the phase brings its whole life's CPU to its parent, the main
+        # process or another of the tree (an idle compiler pool that shuts its workers down, say):
+        # take off what it had already used when the phase began
+        total -= sum(used for p, used in self.before.items() if p not in others)
         threads = _side_threads_ns(main)
         side = None if threads is None or self.threads_before is None else max(0, threads - self.threads_before)
         return {"other_processes_cpu_ms": max(0, total) / 1e6,
