@@ -7,9 +7,11 @@ it passed at a third of the honest time). The guard, the thread watch and the ho
 inside the main process, so they cannot see a helper process.
 
 From the outside, the trusted side reads what each process of the candidate's tree other than the
-main one ran on a CPU while the timing phase lasted. It reads each thread's
-``/proc/PID/task/TID/schedstat``, in ns. Children that exit and are reaped by the main process are
-counted too, through their parent's ``cutime``/``cstime``, in clock ticks. An honest solution
+main one ran on a CPU while the timing phase lasted. It reads the kernel's CPU clock of each
+process, in ns, which counts every thread the process had, ended ones included (where that clock
+cannot be read, the live threads' ``/proc/PID/task/TID/schedstat``). Children that exit and are
+reaped within the tree are counted too, through their parent's ``cutime``/``cstime``, in clock
+ticks. An honest solution
 leaves nothing running: Triton's and the inductor's compiler processes have exited, or sit idle,
 before timing starts. So a few ms of such CPU beside the timed calls' total means work done outside
 them (``supervisor.timing_flags``).
