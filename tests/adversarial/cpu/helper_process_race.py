@@ -16,8 +16,8 @@ checked call in the other 3. cmd_relay_precompute.py is the deterministic form.
 
 Session 22: the trusted side now reads from /proc the CPU time the candidate's other processes run
 while it is timed (d2k/execution/tree_cpu.py). The helper spins, so a run that wins the race is
-timing_suspect ("the solution's other processes ran 79.6 ms on a CPU while it was timed, against
-0.1 ms of timed calls"); one that loses it fails a checked call. Never passed. (A helper that
+timing_suspect (79.6 ms of its other processes' CPU against 0.1 ms of timed calls); one that loses
+it fails a checked call. Never passed. (A helper that
 blocks until each call wakes it pays only the work it takes out of the calls, and is flagged once
 that exceeds a quarter of the timed total plus 2 ms.)
 expect: failed|timing_suspect
