@@ -280,10 +280,10 @@ def timing_flags(timing: dict, samples: list[float]) -> list[str]:
         # taking the device memory it needs), so a failed pricing is not a pass
         flags.append(f"the trusted batch's pricing process failed ({str(batch['null_error'])[:160]}): the figure "
                      "could not be checked against the trusted side's clock")
-    elif pricing_calls_not_alone(batch):
+    elif not_alone := pricing_calls_not_alone(batch):
         # the solution's processes ran during pricing calls although they were stopped: the kernel
         # resumed an orphaned process group, or processes outran the walk (red team F, session 21)
-        flags.append(f"the solution's processes were not stopped during {pricing_calls_not_alone(batch)} of "
+        flags.append(f"the solution's processes were not stopped during {not_alone} of "
                      f"{len(batch['null_samples_ms'])} pricing calls of the trusted batch: its figure could not be checked")
     elif primary and isinstance(batch, dict) and batch.get("per_call_ms") is not None \
             and batch.get("null_per_call_ms") is not None:

@@ -35,6 +35,17 @@ from pathlib import Path
 PROC = Path("/proc")
 
 
+def stat_fields(path: Path) -> list[str] | None:
+    """The fields of a ``/proc/PID/stat`` (or ``/proc/PID/task/TID/stat``) after the command name,
+    which may hold spaces and parentheses: ``[0]`` is the state, ``[1]`` the parent, ``[13]`` and
+    ``[14]`` the reaped children's user and system ticks; None when the process is gone."""
+    try:
+        fields = path.read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields if len(fields) > 14 else None
+
+
 def _children_lists() -> bool:
     """Does this kernel keep ``/proc/PID/task/TID/children`` (CONFIG_PROC_CHILDREN)?"""
     return (PROC / "self" / "task" / str(os.getpid()) / "children").exists()
@@ -46,12 +57,10 @@ def _parents() -> dict[int, list[int]]:
     for entry in os.listdir(PROC):
         if not entry.isdigit():
             continue
-        try:
-            # the parent follows the state, after the command name (which may hold parentheses)
-            ppid = int((PROC / entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
+        fields = stat_fields(PROC / entry / "stat")
+        if fields is None:
             continue
-        children.setdefault(ppid, []).append(int(entry))
+        children.setdefault(int(fields[1]), []).append(int(entry))
     return children
 
 
@@ -88,12 +97,8 @@ def _stopped(pid: int) -> bool:
     except OSError:
         return True
     for tid in tids:
-        try:
-            # the state follows the command name, which may hold spaces and parentheses
-            state = (tasks / tid / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state not in ("T", "t", "Z", "X"):
+        fields = stat_fields(tasks / tid / "stat")
+        if fields is not None and fields[0] not in ("T", "t", "Z", "X"):
             return False
     return True
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import time
 
-from d2k.execution.freeze import PROC, descendants
+from d2k.execution.freeze import PROC, descendants, stat_fields
 
 _TICK_NS = 1e9 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 
@@ -77,13 +77,8 @@ def thread_ns(pid: int, tid: int) -> int | None:
 
 def reaped_ns(pid: int) -> int | None:
     """The CPU time of ``pid``'s reaped children (``cutime + cstime``), in ns; None when gone."""
-    try:
-        # the fields after the command name (which may hold spaces and parentheses): state is the
-        # 3rd field of the line, cutime the 16th and cstime the 17th
-        fields = (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
-        return int((int(fields[13]) + int(fields[14])) * _TICK_NS)
-    except (OSError, IndexError, ValueError):
-        return None
+    fields = stat_fields(PROC / str(pid) / "stat")
+    return None if fields is None else int((int(fields[13]) + int(fields[14])) * _TICK_NS)
 
 
 class OtherProcessesCpu:
@@ -92,11 +87,13 @@ class OtherProcessesCpu:
 
     ``root`` is the process d2k started. With the pid namespace it is ``unshare``, whose single
     child is the candidate (orphans in the namespace are reparented to that child, not to root).
-    Without it, root is the candidate itself."""
+    Without it, root is the candidate itself. ``threads``: read the main process's other threads
+    too (the interpreter; on a GPU the driver's and the profiler's threads run honestly)."""
 
-    def __init__(self, root: int, namespaced: bool):
+    def __init__(self, root: int, namespaced: bool, threads: bool = True):
         self.root = root
         self.namespaced = namespaced
+        self.threads = threads
         self.main: int | None = None
         self.before: dict[int, int] = {}
         self.reaped_before: int | None = None
@@ -120,12 +117,13 @@ class OtherProcessesCpu:
         main, others = self._tree()
         self.before = {p: _used(p) for p in others}
         self.reaped_before = reaped_ns(main) if main is not None else None
-        self.threads_before = _side_threads_ns(main) if main is not None else None
+        self.threads_before = _side_threads_ns(main) if main is not None and self.threads else None
 
     def stop(self) -> dict:
         """Milliseconds of CPU run since ``start()``: ``other_processes_cpu_ms`` by the other
         processes, ``other_threads_cpu_ms`` by the main process's threads but its first (those that
-        ended included); None where it cannot be read (no /proc, no main process found)."""
+        ended included); None where it cannot be read (no /proc, no main process found) or, for the
+        threads, was not asked for."""
         main, others = self._tree()
         if main is None or self.reaped_before is None:
             return {"other_processes_cpu_ms": None, "other_threads_cpu_ms": None}
@@ -139,8 +137,8 @@ class OtherProcessesCpu:
         # process or another of the tree (an idle compiler pool that shuts its workers down, say):
         # take off what it had already used when the phase began
         total -= sum(used for p, used in self.before.items() if p not in others)
-        threads = _side_threads_ns(main)
-        side = None if threads is None or self.threads_before is None else max(0, threads - self.threads_before)
+        threads = _side_threads_ns(main) if self.threads_before is not None else None
+        side = None if threads is None else max(0, threads - self.threads_before)
         return {"other_processes_cpu_ms": max(0, total) / 1e6,
                 "other_threads_cpu_ms": None if side is None else side / 1e6}
 
@@ -157,7 +155,5 @@ def _used(pid: int) -> int:
 
 
 def _parent(pid: int) -> int | None:
-    try:
-        return int((PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
+    fields = stat_fields(PROC / str(pid) / "stat")
+    return None if fields is None else int(fields[1])

@@ -264,11 +264,12 @@ class CandidateProcess:
         self.wire = wire
         self.arena = wire.Arena(arena_fd) if arena_fd is not None else None
 
-    def other_processes_cpu(self):
-        """A reader of the CPU time this candidate's processes other than its main one run (tree_cpu.py)."""
+    def other_processes_cpu(self, threads: bool):
+        """A reader of the CPU time this candidate's processes other than its main one run, and with
+        ``threads`` its main process's threads but the first (tree_cpu.py)."""
         from d2k.execution.tree_cpu import OtherProcessesCpu
 
-        return OtherProcessesCpu(self.proc.pid, bool(self.meta.get("layers", {}).get("pid_namespace")))
+        return OtherProcessesCpu(self.proc.pid, bool(self.meta.get("layers", {}).get("pid_namespace")), threads)
 
     def died(self) -> CandidateFailed:
         try:
@@ -623,8 +624,10 @@ class Checker:
         # call j's perturbation seed, drawn when call j asks for it, just before it runs (see candidate.time)
         seeds: list[int] = []
         metas, blobs = self.wire.pack(base)
-        # what the solution's other processes run meanwhile, read from /proc (tree_cpu.py)
-        others = self.candidate.other_processes_cpu()
+        # what the solution's other processes run meanwhile, read from /proc (tree_cpu.py), and its
+        # other threads where the candidate computes on one (OMP_NUM_THREADS=1, the interpreter): a
+        # GPU process's driver and profiler threads run honestly beside the calls
+        others = self.candidate.other_processes_cpu(threads=self.interpreter)
         others.start()
         started = time.perf_counter()
         self.candidate.send({"op": "time", "inputs": metas, "returned": self.returned, "mutated": self.mutated,
@@ -669,10 +672,6 @@ class Checker:
             break
         wall_ms = (time.perf_counter() - started) * 1e3
         other_cpu = others.stop()
-        if not self.interpreter:
-            # a GPU process's driver and profiler threads run honestly beside the calls: recorded
-            # only where the candidate computes on one thread (OMP_NUM_THREADS=1, the interpreter)
-            other_cpu["other_threads_cpu_ms"] = None
         if not reply.get("ok"):
             raise candidate_failure(reply, "timing failed")
         timing = reply.get("timing") if isinstance(reply.get("timing"), dict) else {}

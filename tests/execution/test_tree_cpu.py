@@ -189,3 +189,22 @@ def test_cpu_beside_the_calls_is_flagged_beyond_a_quarter_of_the_timed_calls():
     assert len(flags) == 1 and "threads but the first 1.5 ms" in flags[0]
     assert timing_flags({"other_processes_cpu_ms": None, "other_threads_cpu_ms": None}, samples) == []
     assert timing_flags({"other_processes_cpu_ms": "79.6"}, samples) == []   # only the trusted side's number
+
+
+def test_threads_are_read_only_when_asked_for():
+    tree = Tree("""
+        say("ready")
+        wait_go()
+        say("done")
+        time.sleep(30)
+    """)
+    try:
+        tree.expect("ready")
+        cpu = OtherProcessesCpu(tree.proc.pid, namespaced=False, threads=False)
+        cpu.start()
+        tree.go()
+        tree.expect("done")
+        ran = cpu.stop()
+    finally:
+        tree.close()
+    assert ran["other_processes_cpu_ms"] is not None and ran["other_threads_cpu_ms"] is None
