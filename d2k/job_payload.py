@@ -22,6 +22,8 @@ DEFAULT_TIMING = {
     "hold_max_us": 2000.0,    # the device-side hold before each timed call (0 disables it)
     "interpreter_reps": 4,     # two input sets: calls 2 and 3 reuse them (a result cache shows)
     "interpreter_budget_s": 5.0,
+    "settle_s": 20.0,          # before timing, wait at most this long for the solution's other processes
+                               # (and, under the interpreter, threads) to go quiet (tree_cpu.settle)
     # the trusted batch (d2k/execution/batch.py): the calls timed by the trusted side's clock
     "trusted_batch": False,
     "batch_calls": 0,           # 0: 60 under the interpreter, 50 on a GPU (fewer when outputs are large)

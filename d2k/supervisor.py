@@ -238,8 +238,11 @@ def timing_flags(timing: dict, samples: list[float]) -> list[str]:
     beside = {what: v for what, v in beside.items() if type(v) in (int, float)}
     if beside and samples and sum(beside.values()) > 2.0 + 0.25 * sum(samples):
         ran = " and ".join(f"its {what} {v:.1f} ms" for what, v in beside.items() if v)
+        waited = timing.get("settle_ms")
+        before = (f"; they were busy before the timing too, which waited {float(waited) / 1e3:.1f} s for them"
+                  if timing.get("settled") is False and type(waited) in (int, float) else "")
         flags.append(f"the solution ran work on a CPU beside its timed calls ({ran}, against {sum(samples):.1f} ms "
-                     "of timed calls): work done outside the calls' clock")
+                     f"of timed calls): work done outside the calls' clock{before}")
     span = timing.get("span_samples_ms")
     if span and samples and timing.get("method") == "cuda_events":
         if statistics.median(span) > statistics.median(samples) * 1.5 + 0.01:

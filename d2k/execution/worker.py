@@ -628,6 +628,9 @@ class Checker:
         # other threads where the candidate computes on one (OMP_NUM_THREADS=1, the interpreter): a
         # GPU process's driver and profiler threads run honestly beside the calls
         others = self.candidate.other_processes_cpu(threads=self.interpreter)
+        # a library's own processes may still be busy from its first use (the inductor's compiler
+        # pool starting its workers): wait for quiet first, or their CPU would read as the calls' work
+        settled = others.settle(limit_s=float(settings.get("settle_s", 20.0)))
         others.start()
         started = time.perf_counter()
         self.candidate.send({"op": "time", "inputs": metas, "returned": self.returned, "mutated": self.mutated,
@@ -707,7 +710,7 @@ class Checker:
                 del expected, got
         timing.update({"input_bytes": set_bytes, "checked_calls": checked, "trusted_wall_ms": round(wall_ms, 3),
                        "perturbed_inputs": names,
-                       **{k: None if v is None else round(v, 3) for k, v in other_cpu.items()}})
+                       **{k: None if v is None else round(v, 3) for k, v in other_cpu.items()}, **settled})
         del base
         gc.collect()
         if not self.interpreter:

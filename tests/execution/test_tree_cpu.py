@@ -4,10 +4,12 @@
 The processes below burn a fixed amount of CPU time (not of wall time) and say when they are done,
 so a loaded machine changes how long a test takes, not what it reads."""
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -189,6 +191,8 @@ def test_cpu_beside_the_calls_is_flagged_beyond_a_quarter_of_the_timed_calls():
     assert len(flags) == 1 and "threads but the first 1.5 ms" in flags[0]
     assert timing_flags({"other_processes_cpu_ms": None, "other_threads_cpu_ms": None}, samples) == []
     assert timing_flags({"other_processes_cpu_ms": "79.6"}, samples) == []   # only the trusted side's number
+    flags = timing_flags({"other_processes_cpu_ms": 79.6, "settled": False, "settle_ms": 20000.0}, samples)
+    assert len(flags) == 1 and "busy before the timing too, which waited 20.0 s" in flags[0]
 
 
 def test_threads_are_read_only_when_asked_for():
@@ -208,3 +212,99 @@ def test_threads_are_read_only_when_asked_for():
     finally:
         tree.close()
     assert ran["other_processes_cpu_ms"] is not None and ran["other_threads_cpu_ms"] is None
+
+
+def test_settle_waits_for_a_helper_that_works_a_while_then_idles():
+    # a library's pool warming up: busy for a fixed CPU time after import, then idle for good
+    tree = Tree("""
+        if os.fork() == 0:
+            burn(0.4)
+            time.sleep(60)
+        say("ready")
+        time.sleep(60)
+    """)
+    try:
+        tree.expect("ready")
+        cpu = OtherProcessesCpu(tree.proc.pid, namespaced=False, threads=False)
+        settled = cpu.settle(limit_s=30.0)
+        cpu.start()
+        time.sleep(0.2)
+        after = cpu.stop()
+    finally:
+        tree.close()
+    assert settled["settled"] is True and settled["settle_cpu_ms"] >= 150.0
+    assert after["other_processes_cpu_ms"] < 5.0
+
+
+def test_settle_gives_up_at_its_limit_on_a_helper_that_never_idles():
+    tree = Tree("""
+        if os.fork() == 0:
+            burn(120)
+        say("ready")
+        time.sleep(60)
+    """)
+    try:
+        tree.expect("ready")
+        settled = OtherProcessesCpu(tree.proc.pid, namespaced=False, threads=False).settle(limit_s=0.3)
+    finally:
+        tree.close()
+    assert settled["settled"] is False and 300.0 <= settled["settle_ms"] < 5000.0 and settled["settle_cpu_ms"] > 10.0
+
+
+def test_settle_returns_after_one_window_on_a_quiet_tree():
+    tree = Tree("""
+        say("ready")
+        time.sleep(60)
+    """)
+    try:
+        tree.expect("ready")
+        settled = OtherProcessesCpu(tree.proc.pid, namespaced=False, threads=True).settle(limit_s=30.0)
+    finally:
+        tree.close()
+    assert settled["settled"] is True and settled["settle_ms"] < 1000.0
+
+
+WARMING_POOL = '''
+import os
+import time
+
+import torch
+
+# like a compiler pool that starts its workers at first use: a child busy for a while, then idle;
+# the solution itself computes honestly
+if os.fork() == 0:
+    end = time.thread_time() + 3.0
+    while time.thread_time() < end:
+        pass
+    time.sleep(600)
+
+
+def run(x, w, eps):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w
+'''
+
+
+@pytest.mark.parametrize("settle_s", [0.0, 20.0])
+def test_a_library_process_busy_from_import_is_waited_for_not_flagged(tmp_path, settle_s):
+    from d2k.content import Benchmark
+    from d2k.solutions import resolve
+    from d2k.store import Store
+    from d2k.supervisor import Limits
+    from d2k.sweep import Plan, run_sweep
+
+    bench = Benchmark.load(only=["rmsnorm"])
+    first = sorted(bench.select_workloads("rmsnorm", "smoke"), key=lambda w: w.axes["H"])[:1]
+    path = tmp_path / "warming_pool.py"
+    path.write_text(WARMING_POOL)
+    store = Store(tmp_path / "pool.duckdb")
+    result = run_sweep(bench, store, [Plan(resolve(bench, "rmsnorm", str(path)), first)], "interpreter", "test", {},
+                       limits=Limits(per_workload_s=120), timing={"settle_s": settle_s})
+    store.close()
+    record = result.records[0]
+    timing = record["timing"] if isinstance(record["timing"], dict) else json.loads(record["timing"])
+    if settle_s == 0.0:   # the reading without the wait: the pool's start reads as work beside the calls
+        assert record["status"] == "timing_suspect" and "other processes" in record["reason"], record["reason"]
+    else:
+        assert record["status"] == "passed", record["reason"]
+        assert timing["settled"] is True and timing["settle_cpu_ms"] > 100.0 and timing["other_processes_cpu_ms"] < 2.0
