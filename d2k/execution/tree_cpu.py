@@ -24,8 +24,9 @@ candidate computes on one thread (``OMP_NUM_THREADS=1``). On a GPU the driver's 
 threads run honestly beside the calls.
 
 A library may leave a process of its own busy for a while after its first use: on a 16-core H100
-the inductor's compiler pool was still starting its workers when the compiled reference's first
-workload was timed, 4.2 s of their CPU against 0.5 s of timed calls (session 23). So before the
+an honest compiled reference's first workload read 4.2 s of its other processes' CPU against
+0.5 s of timed calls, and its later workloads none (session 23): most likely the inductor's
+compiler pool still starting its workers. So before the
 phase begins the trusted side waits, up to a limit, until the tree is quiet (``settle()``). A
 solution gains nothing from the wait: what its processes run during the phase still counts.
 
