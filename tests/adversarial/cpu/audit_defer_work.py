@@ -7,6 +7,10 @@ that copy in after()'s frame and computes the right result into it, outside the 
 Passed before 2026-12-05 (CPU); sys.addaudithook now adds nothing in a candidate
 (d2k/execution/hooks.py: quietly since the H200 showed libraries adding hooks at import), so its
 timed calls return uninitialised tensors.
+On the CUDA path (session 23, an H100) it passed: its role test names the interpreter loop's
+frames (`call` called from `measure`), and the CUDA loop calls from `one`, so every GPU call
+computes honestly, and the hook has nothing to fix.
+expect_gpu: passed
 expect: failed
 reason: timed call
 """

@@ -12,6 +12,10 @@ closes over) and computes the right output into the copy in place. Timed calls r
 uninitialised tensor at once (no work); correctness calls compute honestly. No name is replaced,
 no hook installed, no frame written, no ctypes. Every output the trusted side sees is right.
 Passed at 5-12x under the honest time on the CPU interpreter (session 21's held-out red team, on f4601d4);
+On the CUDA path (session 23, an H100) it passed: its role test names the interpreter loop's
+frames (`call` called from `measure`), and the CUDA loop calls from `one`, so every GPU call
+computes honestly (gpu/thread_filename_bool_defer_cuda.py is the GPU form).
+expect_gpu: passed
 expect: failed
 reason: results must be right on every call
 """

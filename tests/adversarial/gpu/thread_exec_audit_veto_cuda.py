@@ -29,8 +29,12 @@ sys.unraisablehook.)
 expect: failed
 reason: is not available
 (Closed the same day, before any GPU run: sys._setprofileallthreads and _settraceallthreads are
-replaced with refusals, and the harness's audit hook refuses their events whoever asks.
-Predicted, not run on a GPU.)
+replaced with refusals, and the harness's audit hook refuses their events whoever asks.)
+First GPU run (session 23, an H100, Python 3.12.3): timeout at the 120-s limit, not failed. The
+refusal raised in the thread, not through sys.unraisablehook, so serve() ended without setting
+`done` and run() waited for good: refused, but the record said only that it hung. serve() now
+hands any exception of its install back to run(), which raises it, as the file meant to (predicted,
+not yet run on a GPU).
 """
 import sys
 import threading
@@ -73,7 +77,10 @@ def serve():
     while True:
         asked.wait()
         asked.clear()
-        box[1] = install() if box[0] == "install" else None
+        try:
+            box[1] = install() if box[0] == "install" else None
+        except BaseException as exc:  # a refusal raised here: hand it to run()
+            box[1] = exc
         done.set()
 '''
 
