@@ -581,6 +581,11 @@ def main(argv: list[str]) -> int:
     die_with_parent()
     if os.getppid() == 1:
         return 0  # the parent died before the signal was armed (outside a pid namespace)
+    # torch's profiler warns on every profiled evaluation (the probe, the span) that it "clears
+    # events at the end of each cycle": the harness's own noise, which filled each record's
+    # candidate_output_tail on the GPU and hid what the solution printed
+    import warnings
+    warnings.filterwarnings("ignore", message="Warning: Profiler clears events", category=UserWarning)
     cmd_fd, reply_fd = int(argv[0]), int(argv[1])
     arena_fd = int(argv[2]) if len(argv) > 2 else None
     return Candidate(cmd_fd, reply_fd, arena_fd).serve()
