@@ -26,6 +26,13 @@
 #             then leftover_sleep_gpu.py (session 20: a 1-ms kernel left on a side stream after each
 #             call), whose excess against the expert's shows whether leftover GPU work slows the
 #             pricing calls more than the solution's own (the batch is shuffled since session 20);
+#   recheck.tgz session 23's changes on the GPU: the corpus files it changed (and helper_process_race),
+#             the span attacks in span mode (cut off in session 23), and compiled paged_decode_gqa,
+#             whose first workload the other-processes reader flagged before the settle wait;
+#   cmla.tgz  issue 14: compiled mla_decode, 240 s per workload (three of four never reached);
+#   gdnc.tgz  issue 16: the gdn_chunk_prefill candidates (benchmarks/studies/2026-12-05-gdn-prefill-candidates:
+#             the WY kernel split so its solve runs on 2 warps, a 16-wide state walk) against the
+#             shipped expert, fla-core last in the same call;
 #   cmerge.tgz issue 14: compiled merge_attn_states (failed at import on 2026-12-05: the refused
 #             sys.addaudithook, since fixed).
 # Session 19 (2026-12-05) ran trust, fla, ship, merge and moe on `20e323e` and found two harness
@@ -38,6 +45,10 @@
 # Session 22 (2026-12-05) got an H100 for 274 s after 12 refused starts: fla ran once (PROCESSES=1;
 # fla-core reached one prefill workload of three), see benchmarks/studies/2026-12-05-session22-h100.
 # Next: `PARTS="trust c14 cmerge"`, then `PARTS="w4b ship"`, then `PROCESSES=2 PARTS=fla` alone.
+# Session 23 (2026-12-05) got an H100 at once: trust, c14, w4b, ship and fla (PROCESSES=2) ran, see
+# benchmarks/studies/2026-12-05-session23-h100. Next: `PARTS="recheck gdnc"` (the corpus files changed
+# after that run, the span attacks in span mode, compiled paged_decode_gqa under the settle fix, the
+# gdn prefill candidates), then `PARTS="cmla moe"` (compiled MLA's three unreached workloads, MoE).
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
@@ -100,6 +111,23 @@ for part in ${PARTS:-trust fla}; do
             >> "$OUT/bench.log" 2>&1
           python3 -m d2k sql "SELECT solution_id, workload_id, status, median_ms, event_median_ms, timing->>'"'"'trusted_batch'"'"' AS batch,
             substr(reason, 1, 200) AS reason FROM evaluations ORDER BY 1" --format json > "$OUT/evaluations.json"' ;;
+    recheck) $P recheck bash -c 'export D2K_DB=/tmp/recheck.duckdb; source benchmarks/gpu_env.sh
+          python3 -m pip install -q --no-index --find-links .whl pytest
+          D2K_CORPUS_ONLY=audit_defer_work,thread_filename_bool_defer,thread_filename_bool_defer_cuda,thread_exec_audit_veto_cuda,helper_process_race \
+            D2K_CORPUS_TABLE=$OUT/corpus_gpu.jsonl timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider \
+            tests/adversarial/test_corpus_gpu.py -k reward_hack > "$OUT/corpus_gpu.log" 2>&1
+          D2K_CORPUS_TABLE=$OUT/span.jsonl timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider \
+            tests/adversarial/test_corpus_gpu.py -k span_attack > "$OUT/corpus_span.log" 2>&1
+          timeout 150 python3 -m d2k bench --tasks paged_decode_gqa --solution compiled > "$OUT/compiled_gqa.log" 2>&1
+          python3 -m d2k sql "SELECT workload_id, status, median_ms, timing->>'"'"'settle_ms'"'"' AS settle_ms,
+            timing->>'"'"'settle_cpu_ms'"'"' AS settle_cpu_ms, timing->>'"'"'other_processes_cpu_ms'"'"' AS other_ms,
+            substr(reason, 1, 200) AS reason FROM evaluations ORDER BY 1" --format json > "$OUT/compiled_gqa.json"' ;;
+    cmla) $P cmla bash -c 'export D2K_DB=/tmp/cmla.duckdb; TIMEOUT=240 TASKS=mla_decode SOLUTIONS=compiled \
+           BENCH_SECONDS='"$(( $(left) - 10 ))"' bash benchmarks/content_b_h200.sh' ;;
+    gdnc) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-prefill-candidates/candidates.toml /tmp/gdn_c \
+            || { echo "gdnc: no candidates"; continue; }
+          $P gdnc env VARIANTS_DIR=/tmp/gdn_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
+            EXTRA="--tasks gdn_chunk_prefill --solution tasks/gdn_chunk_prefill/baselines/fla.py" bash benchmarks/variants_h200.sh ;;
     cmerge) $P cmerge bash -c 'export D2K_DB=/tmp/cmerge.duckdb; TIMEOUT=120 TASKS=merge_attn_states \
            SOLUTIONS=compiled BENCH_SECONDS=150 bash benchmarks/content_b_h200.sh' ;;
     *) echo "unknown part $part" ;;
