@@ -126,7 +126,7 @@ class OtherProcessesCpu:
         self.reaped_before = reaped_ns(main) if main is not None else None
         self.threads_before = _side_threads_ns(main) if main is not None and self.threads else None
 
-    def settle(self, limit_s: float, window_s: float = 0.05, quiet: float = 0.1, sleep=time.sleep) -> dict:
+    def settle(self, limit_s: float, window_s: float = 0.05, quiet: float = 0.1) -> dict:
         """Wait until the other processes (and threads, where read) run under ``quiet`` of one core
         over a ``window_s`` window, at most ``limit_s``. Returns ``settle_ms`` (the wall time it
         waited, the last quiet window included), ``settle_cpu_ms`` (what they ran meanwhile) and
@@ -136,7 +136,7 @@ class OtherProcessesCpu:
         ran_ms = 0.0
         while True:
             self.start()
-            sleep(window_s)
+            time.sleep(window_s)
             readings = self.stop()
             if readings["other_processes_cpu_ms"] is None:
                 return {"settle_ms": None, "settle_cpu_ms": None, "settled": None}   # nothing to read
