@@ -33,6 +33,9 @@
 #   gdnc.tgz  issue 16: the gdn_chunk_prefill candidates (benchmarks/studies/2026-12-05-gdn-prefill-candidates:
 #             the WY kernel split so its solve runs on 2 warps, a 16-wide state walk) against the
 #             shipped expert, fla-core last in the same call;
+#   gdnprof.tgz issue 16: Nsight Compute on one call of the 1x32768 prefill for the expert, the
+#             `wy_split_w2` candidate and fla-core (benchmarks/profile_h200.sh): which kernel the
+#             1.73x goes to, read from code so far (the fused WY kernel);
 #   cmerge.tgz issue 14: compiled merge_attn_states (failed at import on 2026-12-05: the refused
 #             sys.addaudithook, since fixed).
 # Session 19 (2026-12-05) ran trust, fla, ship, merge and moe on `20e323e` and found two harness
@@ -48,7 +51,7 @@
 # Session 23 (2026-12-05) got an H100 at once: trust, c14, w4b, ship and fla (PROCESSES=2) ran, see
 # benchmarks/studies/2026-12-05-session23-h100. Next: `PARTS="recheck gdnc"` (the corpus files changed
 # after that run, the span attacks in span mode, compiled paged_decode_gqa under the settle fix, the
-# gdn prefill candidates), then `PARTS="cmla moe"` (compiled MLA's three unreached workloads, MoE).
+# gdn prefill candidates), then `PARTS="gdnprof cmla"`, then `PARTS="moe"`.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
@@ -128,6 +131,11 @@ for part in ${PARTS:-trust fla}; do
             || { echo "gdnc: no candidates"; continue; }
           $P gdnc env VARIANTS_DIR=/tmp/gdn_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
             EXTRA="--tasks gdn_chunk_prefill --solution tasks/gdn_chunk_prefill/baselines/fla.py" bash benchmarks/variants_h200.sh ;;
+    gdnprof) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-prefill-candidates/candidates.toml /tmp/gdn_c \
+            || { echo "gdnprof: no candidates"; continue; }
+          w=gdn_chunk_prefill:gdn_prefill_qk16_v32_d128_k_last_1x32768
+          $P gdnprof env PROFILE_SECONDS=$(( $(left) - 60 )) bash benchmarks/profile_h200.sh $w:expert \
+            $w:/tmp/gdn_c/gdn_chunk_prefill/wy_split_w2.py $w:tasks/gdn_chunk_prefill/baselines/fla.py ;;
     cmerge) $P cmerge bash -c 'export D2K_DB=/tmp/cmerge.duckdb; TIMEOUT=120 TASKS=merge_attn_states \
            SOLUTIONS=compiled BENCH_SECONDS=150 bash benchmarks/content_b_h200.sh' ;;
     *) echo "unknown part $part" ;;
