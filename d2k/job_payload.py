@@ -22,6 +22,8 @@ DEFAULT_TIMING = {
     "hold_max_us": 2000.0,    # the device-side hold before each timed call (0 disables it)
     "interpreter_reps": 4,     # two input sets: calls 2 and 3 reuse them (a result cache shows)
     "interpreter_budget_s": 5.0,
+    "fresh_inputs": "task",    # a new draw of the inputs for each timed call: "task" (where its reference
+                               # sets FRESH_INPUTS_PER_CALL), true or false for every task
     "settle_s": 20.0,          # before timing, wait at most this long for the solution's other processes
                                # (and, under the interpreter, threads) to go quiet (tree_cpu.settle)
     # the trusted batch (d2k/execution/batch.py): the calls timed by the trusted side's clock
@@ -51,6 +53,8 @@ def timing_settings(overrides: dict | None = None) -> dict:
         if unknown is None or unknown:
             raise D2KError(f"D2K_TIMING: unknown timing settings {unknown} (known: {', '.join(DEFAULT_TIMING)})")
     settings = {**DEFAULT_TIMING, **env, **(overrides or {})}
+    if settings["fresh_inputs"] not in ("task", True, False):
+        raise D2KError(f"timing setting fresh_inputs must be \"task\", true or false, not {settings['fresh_inputs']!r}")
     if settings["batch_freezer"] not in ("auto", "sigstop"):
         raise D2KError(f"timing setting batch_freezer must be auto or sigstop, not {settings['batch_freezer']!r}")
     return settings

@@ -357,6 +357,8 @@ class Candidate:
         # each timed call's perturbation seed arrives just before that call, on request: none is
         # known while warm-up or an earlier call runs, so no output can be computed ahead of its call
         names = list(cmd["perturb"])
+        # with fresh inputs per call (wire.refill) the seed comes with a new draw of the whole set
+        fresh_bytes = int(cmd.get("fresh_bytes") or 0)
         # each set's pristine values: perturbed before each timed call, copied into the working
         # tensors of inputs the op writes
         pristine = [{k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in base.items()} for _ in range(n_sets)]
@@ -388,7 +390,10 @@ class Candidate:
                         # before the clock (input_class_perturb_precompute.py, session 21's red team)
                         raise TimerTampered(f"the solution changed the type of an input to {kind.__name__}")
             self.reply({"op": "seed", "call": j})
-            answer, _ = wire.recv(self.cmd_fd, 0, spin_s=wire.spin_s(self.interpreter))
+            answer, drawn = wire.recv(self.cmd_fd, fresh_bytes, spin_s=wire.spin_s(self.interpreter), arena=self.arena)
+            if fresh_bytes:
+                wire.refill(pristine[i], answer["fresh"], drawn)
+                del drawn
             # a plain int, held in this frame only (a dict of seeds ran the __eq__ of keys a solution
             # put into it: seeds_key_eq.py)
             wire.perturb(pristine[i], names, int(answer["seed"]), j)

@@ -302,8 +302,8 @@ def perturb(tensors: dict, names: list[str], seed: int, call: int) -> None:
     stay within a row, so every value the task's input builder made stays (ranges, signs, row
     sums, ids distinct within a row), and the bytes are moved as integers, so the trusted side
     replays it exactly. (So whatever a row reduces to regardless of order, its max, sum or sorted
-    values, is the same on every call: a solution may keep it from one call to the next. Open:
-    SECURITY.md.)
+    values, is the same on every call: a solution may keep it from one call to the next. A task
+    whose work such a statistic shortcuts asks for fresh inputs per call instead: ``refill``.)
 
     The rotation (by one random amount per tensor) changes nearly every element. With swaps alone
     (a few elements per row) a solution could diff its inputs against the previous call's and
@@ -355,3 +355,49 @@ def perturb(tensors: dict, names: list[str], seed: int, call: int) -> None:
             va, vb = T.clone(T.__getitem__(flat, ia)), T.__getitem__(flat, ib)
             T.__setitem__(flat, ia, vb)
             T.__setitem__(flat, ib, va)
+
+
+def refill(tensors: dict, metas: list, blobs: list) -> None:
+    """Overwrite the named tensors' values, in place, with fresh ones sent by the trusted side
+    (``pack``'s descriptions and bytes): every tensor of ``tensors`` must be described, with its
+    own dtype and shape, and a scalar must keep its value.
+
+    With fresh inputs per call (a task's ``FRESH_INPUTS_PER_CALL``), each timed call of the
+    candidate's timing loop runs on a new draw of the task's inputs, written here into the storage
+    the set already had (a solution that keys work on its inputs' addresses, a captured CUDA graph,
+    sees the same tensors). A perturbation only moves values within a row, so whatever a row
+    reduces to regardless of order stays the same from call to call and a solution may keep it
+    (SECURITY.md, "Statistics a row keeps from call to call"); a fresh draw changes it.
+
+    Like ``perturb`` it runs in the candidate's process right before the clock starts, so it runs
+    with torch functions disabled and calls only C functions captured before the solution's
+    import. Raises WireError when the descriptions do not match the set (the trusted side sends
+    what it built from the same signature: a mismatch is a defect, not a solution's doing)."""
+    T = _TENSOR
+    with _NO_TORCH_FUNCTION():
+        described = {m.get("name"): m for m in metas if isinstance(m, dict)}
+        if set(described) != set(tensors):
+            raise WireError(f"fresh inputs {sorted(map(str, described))} do not match the set's {sorted(tensors)}")
+        k = 0
+        for meta in metas:
+            name, target = meta["name"], tensors[meta["name"]]
+            if "scalar" in meta:
+                if meta["scalar"] != target:
+                    raise WireError(f"fresh input {name} changed a scalar")
+                continue
+            if type(target) is not torch.Tensor:
+                raise WireError(f"fresh input {name} is a tensor where the set holds a scalar")
+            dtype = str(T.dtype.__get__(target)).replace("torch.", "")
+            shape = list(T.shape.__get__(target))
+            if meta.get("dtype") != dtype or meta.get("shape") != shape:
+                raise WireError(f"fresh input {name} is {meta.get('dtype')}{meta.get('shape')}, the set's {dtype}{shape}")
+            blob = blobs[k]
+            k += 1
+            size = T.element_size(target)
+            if size not in _BYTE_VIEW or not T.is_contiguous(target) or T.numel(target) * size != blob_size(blob):
+                raise WireError(f"fresh input {name}: {blob_size(blob)} bytes for a tensor of {T.numel(target) * size}")
+            if T.numel(target) == 0:
+                continue
+            raw = blob if type(blob) is torch.Tensor else _FROMBUFFER(blob, dtype=torch.uint8)
+            ints = T.view(T.view(target, _BYTE_VIEW[size]), -1)
+            T.copy_(ints, T.view(T.view(raw, _BYTE_VIEW[size]), -1))

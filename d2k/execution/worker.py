@@ -33,6 +33,9 @@ from pathlib import Path
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
 
+# timed calls at most with fresh inputs per call: each waits for a draw of the inputs and its transfer
+FRESH_MAX_REPS = 200
+
 # the shared-memory arena's size, by backend (interpreter: smoke tensors, inside its address-space
 # limit); a frame larger than the arena crosses the pipe
 ARENA_BYTES = {True: 1 << 30, False: 32 << 30}
@@ -478,6 +481,11 @@ class Checker:
         if self.interpreter:
             # inputs built to dodge a defect of the interpreter (its fp8 rounding) stay as built there
             self.fixed |= set(getattr(reference_module, "INTERPRETER_FIXED_INPUTS", ()))
+        # a fresh draw of the inputs for every timed call (wire.refill): the task asks for it where
+        # a row's order-free statistics would otherwise repeat from call to call (SECURITY.md)
+        wanted = job.get("timing", {}).get("fresh_inputs", "task")
+        self.fresh_inputs = bool(getattr(reference_module, "FRESH_INPUTS_PER_CALL", False)) if wanted == "task" \
+            else bool(wanted)
         self.rng = random.SystemRandom()
         self.triton_launches = 0
 
@@ -597,11 +605,20 @@ class Checker:
             del inputs, first, second, expected
         return {"trials": trials}
 
-    def replay(self, base: dict, names: list, seeds: list[int], calls: list[int], n_sets: int):
+    def replay(self, base: dict, names: list, seeds: list[int], calls: list[int], n_sets: int,
+               workload: dict | None = None, fresh_seeds: list[int] | None = None):
         """Yields ``(call, inputs)`` for each of ``calls``: the inputs that timed call ran on, i.e.
         its set's values after every perturbation up to it (call ``j``'s from ``seeds[j]``). One
         pass per set, in call order, so each perturbation is applied once (not once per checked
-        call)."""
+        call). With fresh inputs, call ``j`` ran on the draw from ``fresh_seeds[j]``, perturbed
+        once by ``seeds[j]``."""
+        if fresh_seeds is not None:
+            for j in sorted(calls):
+                state = self.inputs(workload, fresh_seeds[j])
+                self.wire.perturb(state, names, seeds[j], j)
+                yield j, state
+                del state
+            return
         for i in sorted({c % n_sets for c in calls}):
             state = {k: (v.clone() if isinstance(v, self.torch.Tensor) else v) for k, v in base.items()}
             wanted = sorted(c for c in calls if c % n_sets == i)
@@ -623,6 +640,11 @@ class Checker:
         names = self.wire.perturbable(base, self.fixed)
         # call j's perturbation seed, drawn when call j asks for it, just before it runs (see candidate.time)
         seeds: list[int] = []
+        # and, with fresh inputs, the seed of its inputs' draw, sent with them
+        fresh_seeds: list[int] | None = [] if self.fresh_inputs else None
+        if fresh_seeds is not None:
+            # each timed call waits for a draw and its transfer: fewer calls
+            settings = {**settings, "max_reps": min(int(settings.get("max_reps", 1000)), FRESH_MAX_REPS)}
         metas, blobs = self.wire.pack(base)
         # what the solution's other processes run meanwhile, read from /proc (tree_cpu.py), and its
         # other threads where the candidate computes on one (OMP_NUM_THREADS=1, the interpreter): a
@@ -634,7 +656,8 @@ class Checker:
         others.start()
         started = time.perf_counter()
         self.candidate.send({"op": "time", "inputs": metas, "returned": self.returned, "mutated": self.mutated,
-                             "n_sets": n_sets, "perturb": names, "settings": settings}, blobs)
+                             "n_sets": n_sets, "perturb": names, "settings": settings,
+                             "fresh_bytes": set_bytes if fresh_seeds is not None else 0}, blobs)
         # On a GPU call 0 is the profiled probe, whose kernel time bounds the timed median: always checked
         probe_calls = 0 if self.interpreter else 1
         sample = CheckedCalls(self.rng, always=range(probe_calls) if not self.is_reference else ())
@@ -651,7 +674,14 @@ class Checker:
                     raise CheckFailed(f"the timing asked for call {reply.get('call')}'s perturbation where call "
                                       f"{seen}'s was next: the timing loop was replaced")
                 seeds.append(self.rng.getrandbits(62))
-                self.candidate.send({"seed": seeds[seen]})
+                if fresh_seeds is None:
+                    self.candidate.send({"seed": seeds[seen]})
+                else:
+                    fresh_seeds.append(self.rng.getrandbits(62))
+                    drawn = self.inputs(workload, fresh_seeds[seen])
+                    fresh_metas, fresh_blobs = self.wire.pack(drawn)
+                    self.candidate.send({"seed": seeds[seen], "fresh": fresh_metas}, fresh_blobs)
+                    del drawn, fresh_blobs
                 continue
             if reply.get("op") == "issued":
                 j = int(reply.get("call", -1))
@@ -696,7 +726,7 @@ class Checker:
             missing = sorted(set(sample.calls) - set(kept))
             if missing:
                 raise CheckFailed(f"timed call {missing[0]}: its outputs were asked for and not returned")
-            for j, inputs in self.replay(base, names, seeds, sorted(sample.calls), n_sets):
+            for j, inputs in self.replay(base, names, seeds, sorted(sample.calls), n_sets, workload, fresh_seeds):
                 entry, blobs_j = kept.pop(j)
                 label = "the profiled probe call (call 0)" if j < probe_calls else f"timed call {j}"
                 if entry.get("facts", {}).get("error"):
@@ -709,7 +739,7 @@ class Checker:
                 checked.append(j)
                 del expected, got
         timing.update({"input_bytes": set_bytes, "checked_calls": checked, "trusted_wall_ms": round(wall_ms, 3),
-                       "perturbed_inputs": names,
+                       "perturbed_inputs": names, "fresh_inputs": fresh_seeds is not None,
                        **{k: None if v is None else round(v, 3) for k, v in other_cpu.items()}, **settled})
         del base
         gc.collect()

@@ -7,6 +7,13 @@ x: [M, N] (bfloat16 on the GPU, float16 under the CPU interpreter); y: [M, N] fl
 import torch
 
 
+# Each timed call gets a new draw of the inputs (d2k/execution/wire.refill): the perturbation
+# between calls only moves values within a row, so each row's max and sum of exponentials would be
+# the same on every call, and a solution could keep them from its first call and skip a pass
+# over the vocabulary (the row-statistics cache of session 21, SECURITY.md).
+FRESH_INPUTS_PER_CALL = True
+
+
 def reference(x):
     return torch.softmax(x.float(), dim=-1)
 
