@@ -28,7 +28,9 @@
 #             pricing calls more than the solution's own (the batch is shuffled since session 20);
 #   recheck.tgz session 23's changes on the GPU: the corpus files it changed (and helper_process_race),
 #             the span attacks in span mode (cut off in session 23), and compiled paged_decode_gqa,
-#             whose first workload the other-processes reader flagged before the settle wait;
+#             whose first workload the other-processes reader flagged before the settle wait, and the
+#             three tasks that now draw fresh inputs per timed call (expert and eager; compare with
+#             RESULTS.md's H200 rows only as orders of magnitude on an H100);
 #   cmla.tgz  issue 14: compiled mla_decode, 240 s per workload (three of four never reached);
 #   gdnc.tgz  issue 16: the gdn_chunk_prefill candidates (benchmarks/studies/2026-12-05-gdn-prefill-candidates:
 #             the WY kernel split so its solve runs on 2 warps, a 16-wide state walk) against the
@@ -122,6 +124,10 @@ for part in ${PARTS:-trust fla}; do
           D2K_CORPUS_TABLE=$OUT/span.jsonl timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider \
             tests/adversarial/test_corpus_gpu.py -k span_attack > "$OUT/corpus_span.log" 2>&1
           timeout 150 python3 -m d2k bench --tasks paged_decode_gqa --solution compiled > "$OUT/compiled_gqa.log" 2>&1
+          D2K_DB=/tmp/fresh.duckdb timeout 150 python3 -m d2k bench --tasks top_k_top_p_sampling,softmax_vocab,cross_entropy_fwd_bwd \
+            --solution expert --solution reference > "$OUT/fresh_inputs.log" 2>&1
+          D2K_DB=/tmp/fresh.duckdb python3 -m d2k sql "SELECT workload_id, solution_id, status, median_ms, timing->>'"'"'fresh_inputs'"'"' AS fresh,
+            n_samples AS n, substr(reason, 1, 200) AS reason FROM evaluations ORDER BY 1" --format json > "$OUT/fresh_inputs.json"
           python3 -m d2k sql "SELECT workload_id, status, median_ms, timing->>'"'"'settle_ms'"'"' AS settle_ms,
             timing->>'"'"'settle_cpu_ms'"'"' AS settle_cpu_ms, timing->>'"'"'other_processes_cpu_ms'"'"' AS other_ms,
             substr(reason, 1, 200) AS reason FROM evaluations ORDER BY 1" --format json > "$OUT/compiled_gqa.json"' ;;
