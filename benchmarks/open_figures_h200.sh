@@ -53,7 +53,8 @@
 # Session 23 (2026-12-05) got an H100 at once: trust, c14, w4b, ship and fla (PROCESSES=2) ran, see
 # benchmarks/studies/2026-12-05-session23-h100. Next: `PARTS="recheck gdnc"` (the corpus files changed
 # after that run, the span attacks in span mode, compiled paged_decode_gqa under the settle fix, the
-# gdn prefill candidates), then `PARTS="gdnprof cmla"`, then `PARTS="moe"`.
+# gdn prefill candidates), then `PARTS="gdnprof cmla"`, then `PARTS="tb moe"` (tb now records where
+# each side's round trips go: timing.trusted_batch.phases_ms).
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);

@@ -515,13 +515,20 @@ class Candidate:
             # perturbation of the solution's, cheaper than the harness's or put off past calls it
             # faked, undercut the pricing process's share of the loop (session 21's batch red team)
             self.guard.check()
+            clock = self.guard.perf_counter
+            t0 = clock()
             values = batch.batch_call(fn, pristine, working, names, int(seed["seed"]), j, returned, mutated)
+            t1 = clock()
             # the whole device, not the current stream: work the call left on a stream of its own is
             # in its round trip, and none of it is still running when the process is stopped for the
             # other side's calls (a kernel that never ends hangs the batch into its timeout)
             self.sync()
+            t2 = clock()
             metas, out = wire.pack(values)
-            self.reply({"op": "outputs", "call": j, "outputs": metas}, out)
+            # where this side's part of the round trip went (the call with its perturbation, the
+            # synchronisation, the packing), for diagnosis only: the trusted side flags nothing on it
+            phases = [round((t1 - t0) * 1e6, 1), round((t2 - t1) * 1e6, 1), round((clock() - t2) * 1e6, 1)]
+            self.reply({"op": "outputs", "call": j, "outputs": metas, "phases_us": phases}, out)
             del values, out
         return {"ok": True}, []
 

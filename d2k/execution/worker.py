@@ -21,8 +21,10 @@ import hashlib
 import hmac
 import importlib.util
 import json
+import math
 import os
 import random
+import select
 import shutil
 import subprocess
 import sys
@@ -764,18 +766,30 @@ class Checker:
         raise CheckFailed(f"trusted batch: the candidate answered {str(reply.get('op'))[:40]!r} where {op!r} was "
                           "due: the batch loop was replaced")
 
-    def batch_call(self, proc: CandidateProcess, j: int, seed: int, out_limit: int) -> tuple[float, dict, list]:
+    def batch_call(self, proc: CandidateProcess, j: int, seed: int, out_limit: int) -> tuple[float, dict, list, dict]:
         """Call ``j`` of an open batch: its round trip on this process's clock, from sending the seed
-        to holding a private copy of the call's outputs; returns (seconds, reply, output bytes)."""
+        to holding a private copy of the call's outputs; returns (seconds, reply, output bytes,
+        phases). The phases split the round trip on this clock (``send``: writing the seed;
+        ``wait``: until the reply can be read, the candidate's whole part; ``read``: taking the
+        reply and copying its outputs out) and add the candidate's own report of its part
+        (``cand_call``, ``cand_sync``, ``cand_pack``: diagnosis only, its clock is its own)."""
         started = time.perf_counter()
         proc.send({"seed": seed})
-        reply, out = proc.receive(limit=out_limit, spin_s=self.wire.spin_s(self.interpreter))
-        seconds = time.perf_counter() - started
+        sent = time.perf_counter()
+        self.wire.wait_readable(proc.reply_r, self.wire.spin_s(self.interpreter))
+        select.select([proc.reply_r], [], [])
+        ready = time.perf_counter()
+        reply, out = proc.receive(limit=out_limit)
+        ended = time.perf_counter()
         self.batch_expect(reply, "outputs")
         if reply.get("call") != j:
             raise CheckFailed(f"trusted batch: call {j}'s outputs were due, not {str(reply)[:80]}: the batch loop "
                               "was replaced")
-        return seconds, reply, out
+        phases = {"send": sent - started, "wait": ready - sent, "read": ended - ready}
+        told = reply.get("phases_us")
+        if isinstance(told, list) and len(told) == 3 and all(type(v) in (int, float) and math.isfinite(v) for v in told):
+            phases.update({f"cand_{k}": v / 1e6 for k, v in zip(("call", "sync", "pack"), told)})
+        return ended - started, reply, out, phases
 
     def batch_close(self, proc: CandidateProcess) -> None:
         """The end of ``proc``'s batch (its loop's final answer)."""
@@ -852,6 +866,7 @@ class Checker:
         order = []
         warm: dict[str, list[tuple[float, int]]] = {"s": [], "n": []}  # each side's warm calls: (seconds, call)
         alone = {"s": 0, "n": 0}  # calls timed while the other process's tree was stopped
+        warm_phases: dict[str, list[dict]] = {"s": [], "n": []}  # where each warm round trip's time went
         try:
             try:
                 for slot in slots:
@@ -862,7 +877,7 @@ class Checker:
                     stopped = other in freezers and freezers[other].stop()
                     if slot == "s":
                         j = len(seconds)
-                        t, reply, out = self.batch_call(self.candidate, j, seeds[j], out_limit)
+                        t, reply, out, phases = self.batch_call(self.candidate, j, seeds[j], out_limit)
                         seconds.append(t)
                         for meta in reply.get("outputs", []):
                             want = specs.get(meta.get("name"))
@@ -877,7 +892,8 @@ class Checker:
                         del reply, out
                     else:
                         try:
-                            t, *_ = self.batch_call(null, len(null_seconds), null_seeds[len(null_seconds)], out_limit)
+                            t, _, _, phases = self.batch_call(null, len(null_seconds), null_seeds[len(null_seconds)],
+                                                              out_limit)
                         except (CandidateFailed, CheckFailed, OSError) as exc:
                             freezers.pop("n").resume()
                             lost_null(exc)
@@ -889,6 +905,7 @@ class Checker:
                     alone[slot] += bool(stopped and freezers[other].still_stopped())
                     if order and order[-1] == slot:
                         warm[slot].append((t, len(seconds if slot == "s" else null_seconds) - 1))
+                        warm_phases[slot].append(phases)
                     order.append(slot)
             finally:
                 for freezer in freezers.values():
@@ -934,7 +951,13 @@ class Checker:
                        "warm_calls": {"solution": len(warm["s"]), "null": len(warm["n"])},
                        "calls_alone": {"solution": alone["s"], "null": alone["n"]},
                        "freezer": freezers["s"].kind,
-                       "order": "".join(order), "samples_ms": [round(t * 1e3, 4) for t in seconds]})
+                       "order": "".join(order), "samples_ms": [round(t * 1e3, 4) for t in seconds],
+                       # medians over each side's warm calls: which part of the round trip the two
+                       # processes' prices differ in (diagnosis; nothing is flagged on it)
+                       "phases_ms": {side: {k: round(statistics.median(p[k] for p in calls) * 1e3, 4)
+                                            for k in calls[0] if all(k in p for p in calls)}
+                                     for side, calls in (("solution", warm_phases["s"]), ("null", warm_phases["n"]))
+                                     if calls}})
         if null is not None and len(null_seconds) == n:
             result["null_per_call_ms"] = price_ms(null_seconds, warm["n"])
             result["null_median_ms"] = round(statistics.median(null_seconds) * 1e3, 4)
