@@ -124,6 +124,8 @@ for part in ${PARTS:-trust fla}; do
             tests/adversarial/test_corpus_gpu.py -k reward_hack > "$OUT/corpus_gpu.log" 2>&1
           D2K_CORPUS_TABLE=$OUT/span.jsonl timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider \
             tests/adversarial/test_corpus_gpu.py -k span_attack > "$OUT/corpus_span.log" 2>&1
+          timeout 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/execution/test_fresh_inputs.py \
+            > "$OUT/fresh_inputs_test.txt" 2>&1
           timeout 150 python3 -m d2k bench --tasks paged_decode_gqa --solution compiled > "$OUT/compiled_gqa.log" 2>&1
           D2K_DB=/tmp/fresh.duckdb timeout 150 python3 -m d2k bench --tasks top_k_top_p_sampling,softmax_vocab,cross_entropy_fwd_bwd \
             --solution expert --solution reference > "$OUT/fresh_inputs.log" 2>&1

@@ -20,22 +20,27 @@ _seen = set()
 
 
 def _timed():
-    # the interpreter loop's timed calls: call() from measure(), once its loop variable j exists
-    # (the warm-up call before the loop runs on the set as first sent)
+    # the timed calls: under the interpreter call() from measure() once its loop variable j exists
+    # (the warm-up call before the loop runs on the set as first sent); on a GPU call() from one()
+    # with a call number j, or from probed() (call 0)
     caller = sys._getframe(2)
     loop = caller.f_back if caller.f_code.co_name == "call" else None
-    return loop is not None and loop.f_code.co_name == "measure" and "j" in loop.f_locals
+    if loop is None:
+        return False
+    if loop.f_code.co_name == "measure":
+        return "j" in loop.f_locals
+    return loop.f_code.co_name == "probed" or (loop.f_code.co_name == "one" and loop.f_locals.get("j") is not None)
 
 
 def run(probs, top_k, top_p, u):
     vals, _ = torch.sort(probs, dim=-1, descending=True, stable=True)
-    key = hash(vals.numpy().tobytes())
+    key = hash(vals.cpu().numpy().tobytes())
     if _timed():
         if key in _seen:
             print("DUP", flush=True)
     _seen.add(key)
     B = probs.shape[0]
-    out = torch.empty(B, dtype=torch.int32)
+    out = torch.empty(B, dtype=torch.int32, device=probs.device)
     csum = torch.cumsum(vals.double(), -1)
     for b in range(B):
         k = int(top_k[b])
@@ -70,6 +75,18 @@ def test_refill_overwrites_in_place_and_refuses_what_does_not_match():
 
 @pytest.mark.parametrize("fresh", ["task", False])
 def test_no_timed_call_sees_a_row_multiset_it_saw_before(tmp_path, fresh):
+    _repeats(tmp_path, fresh, "interpreter")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fresh", ["task", False])
+def test_no_timed_call_sees_a_row_multiset_it_saw_before_on_the_gpu(tmp_path, fresh):
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    _repeats(tmp_path, fresh, "cuda")
+
+
+def _repeats(tmp_path, fresh, backend: str) -> None:
     from d2k.content import Benchmark
     from d2k.solutions import resolve
     from d2k.store import Store
@@ -81,7 +98,7 @@ def test_no_timed_call_sees_a_row_multiset_it_saw_before(tmp_path, fresh):
     path = tmp_path / "spots_repeats.py"
     path.write_text(SPOTS_REPEATS)
     store = Store(tmp_path / "fresh.duckdb")
-    record = run_sweep(bench, store, [Plan(resolve(bench, "top_k_top_p_sampling", str(path)), first)], "interpreter",
+    record = run_sweep(bench, store, [Plan(resolve(bench, "top_k_top_p_sampling", str(path)), first)], backend,
                        "test", {}, limits=Limits(per_workload_s=120), timing={"fresh_inputs": fresh}).records[0]
     store.close()
     assert record["status"] == "passed", record["reason"]
