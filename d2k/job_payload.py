@@ -40,6 +40,7 @@ def timing_settings(overrides: dict | None = None) -> dict:
     """The timing settings a job runs with: the defaults, then ``$D2K_TIMING`` (a JSON object, e.g.
     ``{"device_span": false}``), then ``overrides``."""
     import json
+    import math
 
     from d2k.errors import D2KError
 
@@ -53,6 +54,18 @@ def timing_settings(overrides: dict | None = None) -> dict:
         if unknown is None or unknown:
             raise D2KError(f"D2K_TIMING: unknown timing settings {unknown} (known: {', '.join(DEFAULT_TIMING)})")
     settings = {**DEFAULT_TIMING, **env, **(overrides or {})}
+    # checked here, once, so a mistyped value is one line before the run rather than an error in
+    # every evaluation's worker
+    for key, default in DEFAULT_TIMING.items():
+        value = settings[key]
+        if type(default) is bool:
+            if type(value) is not bool:
+                raise D2KError(f"timing setting {key} must be true or false, not {value!r}")
+        elif type(default) in (int, float):
+            if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+                raise D2KError(f"timing setting {key} must be a non-negative number, not {value!r}")
+    if settings["flush_mode"] not in ("write", "read"):
+        raise D2KError(f"timing setting flush_mode must be write or read, not {settings['flush_mode']!r}")
     if settings["fresh_inputs"] not in ("task", True, False):
         raise D2KError(f"timing setting fresh_inputs must be \"task\", true or false, not {settings['fresh_inputs']!r}")
     if settings["batch_freezer"] not in ("auto", "sigstop"):

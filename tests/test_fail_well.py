@@ -93,3 +93,21 @@ def test_an_empty_task_list_is_refused(tmp_path):
                          text=True, env=env, timeout=300, cwd=tmp_path)
     assert out.returncode == 2, out.stderr
     assert "--tasks names no task" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("setting, message", [
+    ('{"settle_s": "x"}', "settle_s must be a non-negative number"),
+    ('{"budget_ms": -1}', "budget_ms must be a non-negative number"),
+    ('{"device_span": 1}', "device_span must be true or false"),
+    ('{"flush_mode": "zero"}', "flush_mode must be write or read"),
+    ('{"fresh_inputs": "yes"}', "fresh_inputs must be"),
+])
+def test_a_mistyped_timing_setting_is_one_line_before_the_run(monkeypatch, setting, message):
+    # before: a string where a number belongs failed every evaluation in its worker with a ValueError
+    from d2k.job_payload import timing_settings
+
+    monkeypatch.setenv("D2K_TIMING", setting)
+    with pytest.raises(D2KError, match=message):
+        timing_settings()
+    monkeypatch.delenv("D2K_TIMING")
+    assert timing_settings({"settle_s": 0, "device_span": True})["settle_s"] == 0
