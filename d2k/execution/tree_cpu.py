@@ -53,13 +53,8 @@ def run_ns(pid: int) -> int | None:
         tids = os.listdir(tasks)
     except OSError:
         return None
-    total = 0
-    for tid in tids:
-        try:
-            total += int((tasks / tid / "schedstat").read_text().split()[0])
-        except (OSError, IndexError, ValueError):
-            continue  # a thread that ended between the listing and the read
-    return total
+    # a thread that ended between the listing and the read counts nothing
+    return sum(thread_ns(pid, tid) or 0 for tid in tids)
 
 
 def process_ns(pid: int) -> int | None:
@@ -143,9 +138,9 @@ class OtherProcessesCpu:
             used = sum(v for v in readings.values() if v)
             ran_ms += used
             waited = time.monotonic() - began
-            if used <= quiet * window_s * 1e3 or waited >= limit_s:
-                return {"settle_ms": round(waited * 1e3, 1), "settle_cpu_ms": round(ran_ms, 3),
-                        "settled": used <= quiet * window_s * 1e3}
+            settled = used <= quiet * window_s * 1e3
+            if settled or waited >= limit_s:
+                return {"settle_ms": round(waited * 1e3, 1), "settle_cpu_ms": round(ran_ms, 3), "settled": settled}
 
     def stop(self) -> dict:
         """Milliseconds of CPU run since ``start()``: ``other_processes_cpu_ms`` by the other

@@ -214,53 +214,49 @@ def test_threads_are_read_only_when_asked_for():
     assert ran["other_processes_cpu_ms"] is not None and ran["other_threads_cpu_ms"] is None
 
 
+def settle(body: str, limit_s: float, threads: bool = False) -> tuple[dict, dict]:
+    """Settle a reader on the tree from ``body`` once it says "ready": what ``settle`` returned,
+    then what the reader reads over the next 0.2 s."""
+    tree = Tree(body)
+    try:
+        tree.expect("ready")
+        cpu = OtherProcessesCpu(tree.proc.pid, namespaced=False, threads=threads)
+        settled = cpu.settle(limit_s=limit_s)
+        cpu.start()
+        time.sleep(0.2)
+        return settled, cpu.stop()
+    finally:
+        tree.close()
+
+
 def test_settle_waits_for_a_helper_that_works_a_while_then_idles():
     # a library's pool warming up: busy for a fixed CPU time after import, then idle for good
-    tree = Tree("""
+    settled, after = settle("""
         if os.fork() == 0:
             burn(0.4)
             time.sleep(60)
         say("ready")
         time.sleep(60)
-    """)
-    try:
-        tree.expect("ready")
-        cpu = OtherProcessesCpu(tree.proc.pid, namespaced=False, threads=False)
-        settled = cpu.settle(limit_s=30.0)
-        cpu.start()
-        time.sleep(0.2)
-        after = cpu.stop()
-    finally:
-        tree.close()
+    """, limit_s=30.0)
     assert settled["settled"] is True and settled["settle_cpu_ms"] >= 150.0
     assert after["other_processes_cpu_ms"] < 5.0
 
 
 def test_settle_gives_up_at_its_limit_on_a_helper_that_never_idles():
-    tree = Tree("""
+    settled, _ = settle("""
         if os.fork() == 0:
             burn(120)
         say("ready")
         time.sleep(60)
-    """)
-    try:
-        tree.expect("ready")
-        settled = OtherProcessesCpu(tree.proc.pid, namespaced=False, threads=False).settle(limit_s=0.3)
-    finally:
-        tree.close()
+    """, limit_s=0.3)
     assert settled["settled"] is False and 300.0 <= settled["settle_ms"] < 5000.0 and settled["settle_cpu_ms"] > 10.0
 
 
 def test_settle_returns_after_one_window_on_a_quiet_tree():
-    tree = Tree("""
+    settled, _ = settle("""
         say("ready")
         time.sleep(60)
-    """)
-    try:
-        tree.expect("ready")
-        settled = OtherProcessesCpu(tree.proc.pid, namespaced=False, threads=True).settle(limit_s=30.0)
-    finally:
-        tree.close()
+    """, limit_s=30.0, threads=True)
     assert settled["settled"] is True and settled["settle_ms"] < 1000.0
 
 
