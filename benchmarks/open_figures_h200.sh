@@ -91,6 +91,17 @@ for part in ${PARTS:-trust fla}; do
     moe) moe_seconds=$(( $(left) - 10 < 260 ? $(left) - 10 : 260 ))   # leaves merge and w4b their share
          $P moe bash -c 'export D2K_DB=/tmp/moe.duckdb; TIMEOUT=120 TASKS=fused_moe_experts \
            SOLUTIONS="baselines naive expert compiled" BENCH_SECONDS='"$moe_seconds"' bash benchmarks/content_b_h200.sh' ;;
+    fresh) fresh_seconds=$(( $(left) - 10 < 180 ? $(left) - 10 : 180 ))
+         # the fresh-input tasks' expert and eager under the bytes budget (worker.FRESH_BYTES_BUDGET):
+         # session 24's first try spent 98 s on one 1-GB cross_entropy workload, 200 draws
+         $P fresh bash -c 'export D2K_DB=/tmp/fresh.duckdb; source benchmarks/gpu_env.sh
+          timeout '"$fresh_seconds"' python3 -m d2k bench --tasks top_k_top_p_sampling,softmax_vocab,cross_entropy_fwd_bwd \
+            --solution expert --solution reference > "$OUT/fresh_inputs.log" 2>&1
+          python3 -m d2k sql "SELECT workload_id, solution_id, status, median_ms, timing->>'"'"'fresh_inputs'"'"' AS fresh,
+            n_samples AS n, timing->'"'"'phases_s'"'"' AS phases, substr(reason, 1, 200) AS reason FROM evaluations ORDER BY 1" \
+            --format json > "$OUT/fresh_inputs.json"' ;;
+    cmoe) $P cmoe bash -c 'export D2K_DB=/tmp/cmoe.duckdb; TIMEOUT=240 TASKS=fused_moe_experts SOLUTIONS=compiled \
+           BENCH_SECONDS='"$(( $(left) - 10 ))"' bash benchmarks/content_b_h200.sh' ;;
     merge) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-merge-candidates/candidates.toml /tmp/merge_c \
              || { echo "merge: no candidates"; continue; }
            $P merge env VARIANTS_DIR=/tmp/merge_c WORKLOAD_TIMEOUT=60 SWEEP_SECONDS=$(( $(left) - 20 < 130 ? $(left) - 20 : 130 )) \

@@ -35,8 +35,12 @@ from pathlib import Path
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
 
-# timed calls at most with fresh inputs per call: each waits for a draw of the inputs and its transfer
+# timed calls at most with fresh inputs per call: each waits for a draw of the inputs and its
+# transfer (device to host, the pipe or arena, host to device). The calls' count also keeps the
+# inputs moved within FRESH_BYTES_BUDGET, down to the timing loop's own minimum: on an H100 a
+# 1-GB set (cross_entropy_fwd_bwd at llama3 n4096) took 98 s for 200 calls (2026-12-05, session 24)
 FRESH_MAX_REPS = 200
+FRESH_BYTES_BUDGET = 8e9
 
 # the shared-memory arena's size, by backend (interpreter: smoke tensors, inside its address-space
 # limit); a frame larger than the arena crosses the pipe
@@ -64,6 +68,15 @@ STRONG_KERNEL_MARKERS = tuple(m for m in LIBRARY_KERNEL_MARKERS if m not in WEAK
 
 def sign(key: bytes, payload: bytes) -> str:
     return hmac.new(key, payload, hashlib.sha256).hexdigest()
+
+
+def fresh_max_reps(settings: dict, set_bytes: int) -> int:
+    """The most timed calls with a fresh draw of a ``set_bytes`` input set per call: at most
+    ``FRESH_MAX_REPS``, and the draws within ``FRESH_BYTES_BUDGET``, but never under the timing
+    loop's ``min_reps`` (nor over its ``max_reps``)."""
+    ceiling = min(int(settings.get("max_reps", 1000)), FRESH_MAX_REPS)
+    by_bytes = int(FRESH_BYTES_BUDGET // max(set_bytes, 1))
+    return max(min(ceiling, by_bytes), min(int(settings.get("min_reps", 10)), ceiling))
 
 
 class Events:
@@ -646,7 +659,7 @@ class Checker:
         fresh_seeds: list[int] | None = [] if self.fresh_inputs else None
         if fresh_seeds is not None:
             # each timed call waits for a draw and its transfer: fewer calls
-            settings = {**settings, "max_reps": min(int(settings.get("max_reps", 1000)), FRESH_MAX_REPS)}
+            settings = {**settings, "max_reps": fresh_max_reps(settings, set_bytes)}
         metas, blobs = self.wire.pack(base)
         # what the solution's other processes run meanwhile, read from /proc (tree_cpu.py), and its
         # other threads where the candidate computes on one (OMP_NUM_THREADS=1, the interpreter): a
@@ -833,9 +846,11 @@ class Checker:
         # which calls are compared: drawn now, known to this process only
         checked = sorted(self.rng.sample(range(n), min(n, max(1, int(settings.get("batch_checked", 3))))))
         result = {"calls": n, "checked_calls": checked, "price_quantile": batch.PRICE_QUANTILE,
-                  # on a GPU a round trip holds the host's time and a synchronisation: the flag
-                  # leaves this much room there (not yet measured)
-                  "allowance_ms": 0.0 if self.interpreter else float(settings.get("batch_allowance_ms", 0.05))}
+                  # on a GPU a round trip holds the call's host work, which the device-side figure
+                  # leaves out by design, and a synchronisation: the flag leaves this much room
+                  # there (batch.py, "On a GPU"; BATCH_ALLOWANCE_GPU_MS)
+                  "allowance_ms": 0.0 if self.interpreter else float(settings.get("batch_allowance_ms",
+                                                                                  batch.BATCH_ALLOWANCE_GPU_MS))}
 
         def lost_null(exc: BaseException) -> None:  # the pricing process is the harness's own
             result["null_error"] = f"{type(exc).__name__}: {exc}"[:300]

@@ -109,3 +109,16 @@ def _repeats(tmp_path, fresh, backend: str) -> None:
         assert timing["fresh_inputs"] is True and "DUP" not in printed
     else:                 # perturbation alone: the rows' multisets come back (the test can fail)
         assert timing["fresh_inputs"] is False and "DUP" in printed
+
+
+def test_fresh_inputs_keep_the_timed_calls_within_the_bytes_budget():
+    from d2k.execution.worker import FRESH_BYTES_BUDGET, FRESH_MAX_REPS, fresh_max_reps
+
+    settings = {"min_reps": 10, "max_reps": 1000}
+    # small sets: the count cap; a 256-MB set: the bytes budget
+    assert fresh_max_reps(settings, 1 << 20) == FRESH_MAX_REPS
+    assert 10 < fresh_max_reps(settings, 1 << 28) == int(FRESH_BYTES_BUDGET // (1 << 28)) < FRESH_MAX_REPS
+    # never under the loop's minimum (a 1-GB set, cross_entropy at llama3 n4096, gets 10 calls),
+    # never over a smaller maximum
+    assert fresh_max_reps(settings, 1 << 30) == 10
+    assert fresh_max_reps({"min_reps": 10, "max_reps": 5}, 1 << 20) == 5

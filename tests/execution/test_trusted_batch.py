@@ -37,6 +37,22 @@ def test_a_median_under_half_the_batch_excess_is_suspect():
     assert "under half the 60.00 us per call" in flag
 
 
+def test_on_a_gpu_the_flag_leaves_room_for_the_host_work_the_figure_leaves_out():
+    # the honest rmsnorm expert at h7168_t64 on an H100 (session 24): a 2.18-us device figure, and
+    # warm round trips priced 2.6263 ms (solution) and 2.0845 ms (null): host work, not a forgery
+    from d2k.execution.batch import BATCH_ALLOWANCE_GPU_MS
+
+    timing = _timing(0.00218, 2.6263, 2.0845)
+    timing["trusted_batch"]["allowance_ms"] = 0.05
+    assert "under half the 541.80 us per call" in timing_flags(timing, [0.00218] * 3)[0]
+    timing["trusted_batch"]["allowance_ms"] = BATCH_ALLOWANCE_GPU_MS
+    assert timing_flags(timing, [0.00218] * 3) == []
+    # restart_window.py's emptied window there: an excess of 20.8 ms against a 1.2-us figure
+    timing = _timing(0.00125, 36.1435, 15.3572)
+    timing["trusted_batch"]["allowance_ms"] = BATCH_ALLOWANCE_GPU_MS
+    assert "under half the 20786.30 us per call" in timing_flags(timing, [0.00125] * 3)[0]
+
+
 def test_a_failed_pricing_is_not_a_pass():
     # the pricing process failed (timing.trusted_batch.null_error): no price, no bound, and a
     # solution can make it fail (on a GPU, by taking the memory it needs), so the record is suspect
