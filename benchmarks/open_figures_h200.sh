@@ -40,6 +40,9 @@
 #             1.73x goes to, read from code so far (the fused WY kernel);
 #   cmerge.tgz issue 14: compiled merge_attn_states (failed at import on 2026-12-05: the refused
 #             sys.addaudithook, since fixed).
+#   fresh.tgz the three fresh-input tasks' expert and eager under the 8-GB draw budget (session 24);
+#   cmoe.tgz  issue 15: compiled fused_moe_experts alone, 240 s per workload (the moe part never
+#             reached it).
 # Session 19 (2026-12-05) ran trust, fla, ship, merge and moe on `20e323e` and found two harness
 # defects (a timing-loop leak, an audit-hook refusal that failed compiled, fla-core and gemlite),
 # fixed offline since: run `trust fla` again first; it checks both fixes (silu i14336 and gdn_decode
@@ -55,6 +58,10 @@
 # after that run, the span attacks in span mode, compiled paged_decode_gqa under the settle fix, the
 # gdn prefill candidates), then `PARTS="gdnprof cmla"`, then `PARTS="tb moe"` (tb now records where
 # each side's round trips go: timing.trusted_batch.phases_ms).
+# Session 24 (2026-12-05), an H100: recheck, tb and fresh ran; gdnc timed only its expert control
+# (evaluations take 17-38 s each), moe reached 10 of 16 evaluations, cmoe 1 of 4; see
+# benchmarks/studies/2026-12-05-session24-h100. Next: `PARTS=gdnc` alone (CALIBRATE=0 would save its
+# ~40 s), then `PARTS="cmoe gdnprof"`, then `PARTS="moe cmla"`.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
