@@ -501,6 +501,12 @@ class Checker:
         wanted = job.get("timing", {}).get("fresh_inputs", "task")
         self.fresh_inputs = bool(getattr(reference_module, "FRESH_INPUTS_PER_CALL", False)) if wanted == "task" \
             else bool(wanted)
+        if self.fresh_inputs:
+            # inputs whose builder guarantees something the perturbation would break (routing
+            # logits drawn with no near-tie, which a rotation against the bias undoes): each call's
+            # fresh draw already changes them, so they are not perturbed as well. With fresh inputs
+            # off they are perturbed as any other, so nothing stays the same from call to call.
+            self.fixed |= set(getattr(reference_module, "UNPERTURBED_WHEN_FRESH", ()))
         self.rng = random.SystemRandom()
         self.triton_launches = 0
 

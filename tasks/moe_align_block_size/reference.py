@@ -21,6 +21,13 @@ expert's pairs in increasing pair index, followed by its sentinels.
 """
 import torch
 
+# Each timed call gets a new draw of the inputs (d2k/execution/wire.refill): the perturbation
+# between calls only moves ids within a row, so every row (and every chunk of whole rows) keeps
+# its experts, and the per-expert counts, padded segment starts, expert_ids and the total are the
+# same on every call; a solution could keep its histogram from the first call and skip the
+# counting launch (benchmarks/studies/2026-12-05-row-stat-audit, SECURITY.md).
+FRESH_INPUTS_PER_CALL = True
+
 
 def _segments(topk_ids, num_experts, block_size):
     flat = topk_ids.reshape(-1).long()

@@ -19,6 +19,14 @@ import torch
 # between the last selected and the first rejected biased expert score of every row.
 MARGIN = 2e-5
 
+# Each timed call gets a new draw from make_inputs, which keeps every row's margins, instead of the
+# harness's perturbation, which rotates the logits and the bias by different amounts and so makes
+# new selections without the margin guarantee: on dsv3_t8192, 328 of 163,840 perturbed rows fell
+# under MARGIN and the smallest gap was 9.4e-9, under float32's spacing, where an honest float32
+# kernel could pick another expert (benchmarks/studies/2026-12-05-row-stat-audit, margins_routing.py).
+FRESH_INPUTS_PER_CALL = True
+UNPERTURBED_WHEN_FRESH = ("router_logits", "bias")
+
 
 def _select(z, bias, n_group, topk_group, top_k):
     """Float64 (or input-precision) selection: returns s, sb, masked sb and the group margin."""

@@ -122,3 +122,29 @@ def test_fresh_inputs_keep_the_timed_calls_within_the_bytes_budget():
     # never over a smaller maximum
     assert fresh_max_reps(settings, 1 << 30) == 10
     assert fresh_max_reps({"min_reps": 10, "max_reps": 5}, 1 << 20) == 5
+
+
+@pytest.mark.parametrize("fresh", ["task", False])
+def test_routing_gets_fresh_draws_instead_of_the_perturbation(tmp_path, fresh):
+    # moe_grouped_topk_routing's inputs are drawn with no near-tie, which a rotation of the logits
+    # against the bias undoes: with fresh inputs they are not perturbed (UNPERTURBED_WHEN_FRESH);
+    # with fresh inputs off they are, so nothing stays the same from call to call either way
+    from d2k.content import Benchmark
+    from d2k.solutions import resolve
+    from d2k.store import Store
+    from d2k.supervisor import Limits
+    from d2k.sweep import Plan, run_sweep
+
+    bench = Benchmark.load(only=["moe_grouped_topk_routing"])
+    first = sorted(bench.select_workloads("moe_grouped_topk_routing", "smoke"), key=lambda w: w.id)[:1]
+    store = Store(tmp_path / "routing.duckdb")
+    record = run_sweep(bench, store, [Plan(resolve(bench, "moe_grouped_topk_routing", "expert"), first)],
+                       "interpreter", "test", {}, limits=Limits(per_workload_s=120),
+                       timing={"fresh_inputs": fresh}).records[0]
+    store.close()
+    assert record["status"] == "passed", record["reason"]
+    timing = record["timing"] if isinstance(record["timing"], dict) else json.loads(record["timing"])
+    if fresh == "task":
+        assert timing["fresh_inputs"] is True and timing["perturbed_inputs"] == []
+    else:
+        assert timing["fresh_inputs"] is False and timing["perturbed_inputs"] == ["bias", "router_logits"]
