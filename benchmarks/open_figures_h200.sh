@@ -40,7 +40,8 @@
 #             1.73x goes to, read from code so far (the fused WY kernel);
 #   cmerge.tgz issue 14: compiled merge_attn_states (failed at import on 2026-12-05: the refused
 #             sys.addaudithook, since fixed).
-#   fresh.tgz the three fresh-input tasks' expert and eager under the 8-GB draw budget (session 24);
+#   fresh.tgz fresh-input tasks' expert and eager (FRESH_TASKS; default the two that opted in late in
+#             session 24 and top_k_top_p_sampling, which its run did not reach);
 #   cmoe.tgz  issue 15: compiled fused_moe_experts alone, 240 s per workload (the moe part never
 #             reached it).
 # Session 19 (2026-12-05) ran trust, fla, ship, merge and moe on `20e323e` and found two harness
@@ -60,8 +61,8 @@
 # each side's round trips go: timing.trusted_batch.phases_ms).
 # Session 24 (2026-12-05), an H100: recheck, tb and fresh ran; gdnc timed only its expert control
 # (evaluations take 17-38 s each), moe reached 10 of 16 evaluations, cmoe 1 of 4; see
-# benchmarks/studies/2026-12-05-session24-h100. Next: `PARTS=gdnc` alone (CALIBRATE=0 would save its
-# ~40 s), then `PARTS="cmoe gdnprof"`, then `PARTS="moe cmla"`.
+# benchmarks/studies/2026-12-05-session24-h100. Next: `PARTS="fresh gdnc"` (gdnc gets what fresh
+# leaves, ~380 s), then `PARTS="cmoe gdnprof"`, then `PARTS="moe cmla"`.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
@@ -102,7 +103,7 @@ for part in ${PARTS:-trust fla}; do
          # the fresh-input tasks' expert and eager under the bytes budget (worker.FRESH_BYTES_BUDGET):
          # session 24's first try spent 98 s on one 1-GB cross_entropy workload, 200 draws
          $P fresh bash -c 'export D2K_DB=/tmp/fresh.duckdb; source benchmarks/gpu_env.sh
-          timeout '"$fresh_seconds"' python3 -m d2k bench --tasks top_k_top_p_sampling,softmax_vocab,cross_entropy_fwd_bwd \
+          timeout '"$fresh_seconds"' python3 -m d2k bench --tasks '"${FRESH_TASKS:-moe_grouped_topk_routing,moe_align_block_size,top_k_top_p_sampling}"' \
             --solution expert --solution reference > "$OUT/fresh_inputs.log" 2>&1
           python3 -m d2k sql "SELECT workload_id, solution_id, status, median_ms, timing->>'"'"'fresh_inputs'"'"' AS fresh,
             n_samples AS n, timing->'"'"'phases_s'"'"' AS phases, substr(reason, 1, 200) AS reason FROM evaluations ORDER BY 1" \
