@@ -44,6 +44,9 @@
 #             session 24 and top_k_top_p_sampling, which its run did not reach);
 #   cmoe.tgz  issue 15: compiled fused_moe_experts alone, 240 s per workload (the moe part never
 #             reached it).
+#   w4fw.tgz  issue 15: the W4A16 M = 1 candidates of benchmarks/studies/2026-12-05-w4a16-fullwave
+#             (stream-K over all SMs, a split fitted to the SM count, stream-K with pipelined loads)
+#             beside the shipped expert;
 # Session 19 (2026-12-05) ran trust, fla, ship, merge and moe on `20e323e` and found two harness
 # defects (a timing-loop leak, an audit-hook refusal that failed compiled, fla-core and gemlite),
 # fixed offline since: run `trust fla` again first; it checks both fixes (silu i14336 and gdn_decode
@@ -61,8 +64,9 @@
 # each side's round trips go: timing.trusted_batch.phases_ms).
 # Session 24 (2026-12-05), an H100: recheck, tb and fresh ran; gdnc timed only its expert control
 # (evaluations take 17-38 s each), moe reached 10 of 16 evaluations, cmoe 1 of 4; see
-# benchmarks/studies/2026-12-05-session24-h100. Next: `PARTS="fresh gdnc"` (gdnc gets what fresh
-# leaves, ~380 s), then `PARTS="cmoe gdnprof"`, then `PARTS="moe cmla"`.
+# benchmarks/studies/2026-12-05-session24-h100. Next: `PARTS=w4fw` alone (issue 15's one open target),
+# then `PARTS="fresh gdnc"` (gdnc gets what fresh leaves, ~380 s), then `PARTS="cmoe gdnprof"`,
+# then `PARTS="moe cmla"`.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
@@ -110,6 +114,12 @@ for part in ${PARTS:-trust fla}; do
             --format json > "$OUT/fresh_inputs.json"' ;;
     cmoe) $P cmoe bash -c 'export D2K_DB=/tmp/cmoe.duckdb; TIMEOUT=240 TASKS=fused_moe_experts SOLUTIONS=compiled \
            BENCH_SECONDS='"$(( $(left) - 10 ))"' bash benchmarks/content_b_h200.sh' ;;
+    w4fw) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-w4a16-fullwave/candidates.toml /tmp/w4fw \
+            || { echo "w4fw: no candidates"; continue; }
+          # issue 15's open target (W4A16 M = 1 at 0.7 of copy): stream-K / fitted-split GEMVs, the
+          # autotuner's picks printed; the m16/m128 rows are the shipped paths (the call's noise check)
+          $P w4fw env TRITON_PRINT_AUTOTUNING=1 VARIANTS_DIR=/tmp/w4fw WORKLOAD_TIMEOUT=180 \
+            SWEEP_SECONDS=$(( $(left) - 20 )) bash benchmarks/variants_h200.sh ;;
     merge) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-merge-candidates/candidates.toml /tmp/merge_c \
              || { echo "merge: no candidates"; continue; }
            $P merge env VARIANTS_DIR=/tmp/merge_c WORKLOAD_TIMEOUT=60 SWEEP_SECONDS=$(( $(left) - 20 < 130 ? $(left) - 20 : 130 )) \
