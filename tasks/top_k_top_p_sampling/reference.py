@@ -23,6 +23,11 @@ MARGIN = 3e-5
 # every call: a solution that kept them from its first call and matched them by the row's max and
 # min passed at a sixth of its honest twin's time (session 21's row-statistics cache).
 FRESH_INPUTS_PER_CALL = True
+# ...and that draw replaces the perturbation, which would pair a row's probabilities with another
+# row's top_k, top_p and u and reorder its CDF, undoing the margins above: on v151936_b64, 72 of
+# 1,280 perturbed rows fell under MARGIN and the smallest was 1.5e-7 of Q, where an honest float32
+# sampler could return another id (benchmarks/studies/2026-12-05-row-stat-audit/margins_sampling.py)
+UNPERTURBED_WHEN_FRESH = ("probs", "top_k", "top_p", "u")
 
 
 def _keep_mask(x, top_k, top_p):

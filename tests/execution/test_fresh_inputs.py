@@ -125,26 +125,30 @@ def test_fresh_inputs_keep_the_timed_calls_within_the_bytes_budget():
 
 
 @pytest.mark.parametrize("fresh", ["task", False])
-def test_routing_gets_fresh_draws_instead_of_the_perturbation(tmp_path, fresh):
-    # moe_grouped_topk_routing's inputs are drawn with no near-tie, which a rotation of the logits
-    # against the bias undoes: with fresh inputs they are not perturbed (UNPERTURBED_WHEN_FRESH);
-    # with fresh inputs off they are, so nothing stays the same from call to call either way
+@pytest.mark.parametrize("task, inputs", [("moe_grouped_topk_routing", ["bias", "router_logits"]),
+                                          ("top_k_top_p_sampling", ["probs", "top_k", "top_p", "u"])])
+def test_fresh_draws_replace_a_perturbation_that_would_break_the_inputs_margins(tmp_path, fresh, task, inputs):
+    # both tasks draw inputs with no decision near flipping, which the perturbation undoes (it
+    # rotates the routing logits against the bias, and pairs a sampling row with another row's
+    # top_k, top_p and u): with fresh inputs they are not perturbed (UNPERTURBED_WHEN_FRESH); with
+    # fresh inputs off they are, so nothing stays the same from call to call either way
     from d2k.content import Benchmark
     from d2k.solutions import resolve
     from d2k.store import Store
     from d2k.supervisor import Limits
     from d2k.sweep import Plan, run_sweep
 
-    bench = Benchmark.load(only=["moe_grouped_topk_routing"])
-    first = sorted(bench.select_workloads("moe_grouped_topk_routing", "smoke"), key=lambda w: w.id)[:1]
-    store = Store(tmp_path / "routing.duckdb")
-    record = run_sweep(bench, store, [Plan(resolve(bench, "moe_grouped_topk_routing", "expert"), first)],
-                       "interpreter", "test", {}, limits=Limits(per_workload_s=120),
-                       timing={"fresh_inputs": fresh}).records[0]
+    bench = Benchmark.load(only=[task])
+    smoke = sorted(bench.select_workloads(task, "smoke"), key=lambda w: w.id)
+    # a workload with more than one row, where the 1-D per-row inputs are perturbable at all
+    first = [w for w in smoke if (w.axes.get("B") or w.axes.get("T") or 2) > 1][:1]
+    store = Store(tmp_path / "margins.duckdb")
+    record = run_sweep(bench, store, [Plan(resolve(bench, task, "expert"), first)], "interpreter", "test", {},
+                       limits=Limits(per_workload_s=120), timing={"fresh_inputs": fresh}).records[0]
     store.close()
     assert record["status"] == "passed", record["reason"]
     timing = record["timing"] if isinstance(record["timing"], dict) else json.loads(record["timing"])
     if fresh == "task":
         assert timing["fresh_inputs"] is True and timing["perturbed_inputs"] == []
     else:
-        assert timing["fresh_inputs"] is False and timing["perturbed_inputs"] == ["bias", "router_logits"]
+        assert timing["fresh_inputs"] is False and timing["perturbed_inputs"] == inputs
