@@ -33,6 +33,33 @@ def _accepts(fn: ast.FunctionDef, names: list[str]) -> list[str]:
     return [n for n in names if n not in accepted]
 
 
+# the reference's module-level lists of input names (the worker reads them; a misspelt name would
+# silently leave an input perturbed, or unperturbed)
+INPUT_NAME_LISTS = ("FIXED_INPUTS", "INTERPRETER_FIXED_INPUTS", "UNPERTURBED_WHEN_FRESH")
+
+
+def _input_name_lists(path: Path) -> list[tuple[str, list | str]]:
+    """The reference's ``INPUT_NAME_LISTS`` assignments: (name, their strings) or (name, why not)."""
+    try:
+        tree = ast_parse.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, UnicodeDecodeError):
+        return []   # reported by check_modules
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in INPUT_NAME_LISTS:
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                found.append((node.targets[0].id, "must be a literal set, tuple or list of input names"))
+                continue
+            if not isinstance(value, (set, tuple, list, frozenset)) or not all(isinstance(v, str) for v in value):
+                found.append((node.targets[0].id, "must be a literal set, tuple or list of input names"))
+            else:
+                found.append((node.targets[0].id, sorted(value)))
+    return found
+
+
 def check_modules(root: Path, task: Task) -> list[Problem]:
     problems = []
     task_dir = root / "tasks" / task.id
@@ -55,6 +82,15 @@ def check_modules(root: Path, task: Task) -> list[Problem]:
             missing = _accepts(found[function], input_names)
             if missing:
                 problems.append(Problem(rel, function, f"does not accept input(s) {', '.join(missing)}"))
+    reference_path = task_dir / "reference.py"
+    if reference_path.is_file():
+        for name, value in _input_name_lists(reference_path):
+            if isinstance(value, str):
+                problems.append(Problem(f"tasks/{task.id}/reference.py", name, value))
+            elif unknown := [v for v in value if v not in input_names]:
+                problems.append(Problem(f"tasks/{task.id}/reference.py", name,
+                                        f"names no input of the signature: {', '.join(unknown)} "
+                                        f"(inputs: {', '.join(input_names)})"))
     stand_in = task.performance.eager_stand_in
     if stand_in and not (task_dir / "baselines" / f"{stand_in}.py").is_file():
         problems.append(Problem(f"tasks/{task.id}/task.toml", "performance.eager_stand_in",

@@ -117,3 +117,15 @@ def test_orphan_workload_file(content_copy):
     (content_copy / "workloads/ghost.jsonl").write_text("")
     assert "workloads/ghost.jsonl: no task folder of that id" in _messages(content_copy)
 
+
+
+def test_input_name_lists_must_name_inputs(content_copy):
+    # a misspelt name in FIXED_INPUTS or UNPERTURBED_WHEN_FRESH would silently change nothing
+    path = content_copy / "tasks/moe_grouped_topk_routing/reference.py"
+    _edit(path, 'UNPERTURBED_WHEN_FRESH = ("router_logits", "bias")', 'UNPERTURBED_WHEN_FRESH = ("router_logit", "bias")')
+    assert ("tasks/moe_grouped_topk_routing/reference.py: UNPERTURBED_WHEN_FRESH: names no input of the signature: "
+            "router_logit (inputs: router_logits, bias, n_group, topk_group, top_k, routed_scaling_factor)"
+            ) in _messages(content_copy)
+    _edit(path, 'UNPERTURBED_WHEN_FRESH = ("router_logit", "bias")', "UNPERTURBED_WHEN_FRESH = tuple(ALL)")
+    assert ("tasks/moe_grouped_topk_routing/reference.py: UNPERTURBED_WHEN_FRESH: must be a literal set, tuple or "
+            "list of input names") in _messages(content_copy)
