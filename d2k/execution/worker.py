@@ -501,12 +501,13 @@ class Checker:
         wanted = job.get("timing", {}).get("fresh_inputs", "task")
         self.fresh_inputs = bool(getattr(reference_module, "FRESH_INPUTS_PER_CALL", False)) if wanted == "task" \
             else bool(wanted)
-        if self.fresh_inputs:
-            # inputs whose builder guarantees something the perturbation would break (routing
-            # logits drawn with no near-tie, which a rotation against the bias undoes): each call's
-            # fresh draw already changes them, so they are not perturbed as well. With fresh inputs
-            # off they are perturbed as any other, so nothing stays the same from call to call.
-            self.fixed |= set(getattr(reference_module, "UNPERTURBED_WHEN_FRESH", ()))
+        # the timing loop's fixed inputs: with fresh inputs, also those whose builder guarantees
+        # something the perturbation would break (routing logits drawn with no near-tie, which a
+        # rotation against the bias undoes): each call's fresh draw already changes them. With fresh
+        # inputs off they are perturbed as any other, so nothing stays the same from call to call;
+        # and so they are in the trusted batch, which draws no fresh inputs (self.fixed there)
+        self.timing_fixed = self.fixed | (set(getattr(reference_module, "UNPERTURBED_WHEN_FRESH", ()))
+                                          if self.fresh_inputs else set())
         self.rng = random.SystemRandom()
         self.triton_launches = 0
 
@@ -658,7 +659,7 @@ class Checker:
         set_bytes = max(tensor_bytes(base), 1)
         # under the interpreter two sets and four calls suffice: calls 2 and 3 reuse a set
         n_sets = 2 if self.interpreter else int(min(8, max(2, float(settings.get("rotate_bytes", 2e9)) // set_bytes)))
-        names = self.wire.perturbable(base, self.fixed)
+        names = self.wire.perturbable(base, self.timing_fixed)
         # call j's perturbation seed, drawn when call j asks for it, just before it runs (see candidate.time)
         seeds: list[int] = []
         # and, with fresh inputs, the seed of its inputs' draw, sent with them
@@ -842,6 +843,9 @@ class Checker:
 
         settings = self.job.get("timing", {})
         base = self.inputs(workload, int(workload.get("seed", 0)) * 1_000_003)
+        # the batch draws no fresh inputs, so it perturbs the inputs a fresh draw replaces in the
+        # timing loop (UNPERTURBED_WHEN_FRESH): its calls must differ too, at the price of a margin
+        # a rotation may lose on its few checked calls
         names = self.wire.perturbable(base, self.fixed)
         out_limit = self.reply_bytes(workload, base, calls=1)
         budget = float(settings.get("batch_bytes") or (1e9 if self.interpreter else 4e9))
@@ -851,7 +855,7 @@ class Checker:
         null_seeds = [self.rng.getrandbits(62) for _ in range(n)]
         # which calls are compared: drawn now, known to this process only
         checked = sorted(self.rng.sample(range(n), min(n, max(1, int(settings.get("batch_checked", 3))))))
-        result = {"calls": n, "checked_calls": checked, "price_quantile": batch.PRICE_QUANTILE,
+        result = {"calls": n, "checked_calls": checked, "price_quantile": batch.PRICE_QUANTILE, "perturbed_inputs": names,
                   # on a GPU a round trip holds the call's host work, which the device-side figure
                   # leaves out by design, and a synchronisation: the flag leaves this much room
                   # there (batch.py, "On a GPU"; BATCH_ALLOWANCE_GPU_MS)

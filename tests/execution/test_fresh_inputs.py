@@ -144,11 +144,14 @@ def test_fresh_draws_replace_a_perturbation_that_would_break_the_inputs_margins(
     first = [w for w in smoke if (w.axes.get("B") or w.axes.get("T") or 2) > 1][:1]
     store = Store(tmp_path / "margins.duckdb")
     record = run_sweep(bench, store, [Plan(resolve(bench, task, "expert"), first)], "interpreter", "test", {},
-                       limits=Limits(per_workload_s=120), timing={"fresh_inputs": fresh}).records[0]
+                       limits=Limits(per_workload_s=240),
+                       timing={"fresh_inputs": fresh, "trusted_batch": fresh == "task", "batch_calls": 12}).records[0]
     store.close()
     assert record["status"] == "passed", record["reason"]
     timing = record["timing"] if isinstance(record["timing"], dict) else json.loads(record["timing"])
     if fresh == "task":
         assert timing["fresh_inputs"] is True and timing["perturbed_inputs"] == []
+        # the trusted batch draws no fresh inputs: it perturbs them, so its calls differ
+        assert timing["trusted_batch"]["perturbed_inputs"] == inputs
     else:
         assert timing["fresh_inputs"] is False and timing["perturbed_inputs"] == inputs
