@@ -87,28 +87,34 @@ def test_no_timed_call_sees_a_row_multiset_it_saw_before_on_the_gpu(tmp_path, fr
 
 
 def _repeats(tmp_path, fresh, backend: str) -> None:
+    path = tmp_path / "spots_repeats.py"
+    path.write_text(SPOTS_REPEATS)
+    record, timing = _first_smoke(tmp_path, "top_k_top_p_sampling", str(path), backend, {"fresh_inputs": fresh}, 120)
+    flags = record["flags"] if isinstance(record["flags"], dict) else json.loads(record["flags"] or "{}")
+    printed = flags.get("candidate_output_tail") or ""
+    if fresh == "task":   # the task asks for fresh inputs: never a repeat
+        assert timing["fresh_inputs"] is True and "DUP" not in printed
+    else:                 # perturbation alone: the rows' multisets come back (the test can fail)
+        assert timing["fresh_inputs"] is False and "DUP" in printed
+
+
+def _first_smoke(tmp_path, task: str, solution: str, backend: str, timing: dict, limit_s: float) -> tuple[dict, dict]:
+    """One evaluation of ``solution`` on ``task``'s first smoke workload (by id), which must pass:
+    its record and its timing."""
     from d2k.content import Benchmark
     from d2k.solutions import resolve
     from d2k.store import Store
     from d2k.supervisor import Limits
     from d2k.sweep import Plan, run_sweep
 
-    bench = Benchmark.load(only=["top_k_top_p_sampling"])
-    first = sorted(bench.select_workloads("top_k_top_p_sampling", "smoke"), key=lambda w: w.id)[:1]
-    path = tmp_path / "spots_repeats.py"
-    path.write_text(SPOTS_REPEATS)
+    bench = Benchmark.load(only=[task])
+    first = sorted(bench.select_workloads(task, "smoke"), key=lambda w: w.id)[:1]
     store = Store(tmp_path / "fresh.duckdb")
-    record = run_sweep(bench, store, [Plan(resolve(bench, "top_k_top_p_sampling", str(path)), first)], backend,
-                       "test", {}, limits=Limits(per_workload_s=120), timing={"fresh_inputs": fresh}).records[0]
+    record = run_sweep(bench, store, [Plan(resolve(bench, task, solution), first)], backend, "test", {},
+                       limits=Limits(per_workload_s=limit_s), timing=timing).records[0]
     store.close()
     assert record["status"] == "passed", record["reason"]
-    flags = record["flags"] if isinstance(record["flags"], dict) else json.loads(record["flags"] or "{}")
-    timing = record["timing"] if isinstance(record["timing"], dict) else json.loads(record["timing"])
-    printed = flags.get("candidate_output_tail") or ""
-    if fresh == "task":   # the task asks for fresh inputs: never a repeat
-        assert timing["fresh_inputs"] is True and "DUP" not in printed
-    else:                 # perturbation alone: the rows' multisets come back (the test can fail)
-        assert timing["fresh_inputs"] is False and "DUP" in printed
+    return record, record["timing"] if isinstance(record["timing"], dict) else json.loads(record["timing"])
 
 
 def test_fresh_inputs_keep_the_timed_calls_within_the_bytes_budget():
@@ -131,24 +137,10 @@ def test_fresh_draws_replace_a_perturbation_that_would_break_the_inputs_margins(
     # both tasks draw inputs with no decision near flipping, which the perturbation undoes (it
     # rotates the routing logits against the bias, and pairs a sampling row with another row's
     # top_k, top_p and u): with fresh inputs they are not perturbed (UNPERTURBED_WHEN_FRESH); with
-    # fresh inputs off they are, so nothing stays the same from call to call either way
-    from d2k.content import Benchmark
-    from d2k.solutions import resolve
-    from d2k.store import Store
-    from d2k.supervisor import Limits
-    from d2k.sweep import Plan, run_sweep
-
-    bench = Benchmark.load(only=[task])
-    smoke = sorted(bench.select_workloads(task, "smoke"), key=lambda w: w.id)
-    # a workload with more than one row, where the 1-D per-row inputs are perturbable at all
-    first = [w for w in smoke if (w.axes.get("B") or w.axes.get("T") or 2) > 1][:1]
-    store = Store(tmp_path / "margins.duckdb")
-    record = run_sweep(bench, store, [Plan(resolve(bench, task, "expert"), first)], "interpreter", "test", {},
-                       limits=Limits(per_workload_s=240),
-                       timing={"fresh_inputs": fresh, "trusted_batch": fresh == "task", "batch_calls": 12}).records[0]
-    store.close()
-    assert record["status"] == "passed", record["reason"]
-    timing = record["timing"] if isinstance(record["timing"], dict) else json.loads(record["timing"])
+    # fresh inputs off they are, so nothing stays the same from call to call either way (the first
+    # smoke workloads, t13_e72_g1 and v1000_b3, have several rows: the 1-D inputs are perturbable)
+    _, timing = _first_smoke(tmp_path, task, "expert", "interpreter",
+                             {"fresh_inputs": fresh, "trusted_batch": fresh == "task", "batch_calls": 12}, 240)
     if fresh == "task":
         assert timing["fresh_inputs"] is True and timing["perturbed_inputs"] == []
         # the trusted batch draws no fresh inputs: it perturbs them, so its calls differ
