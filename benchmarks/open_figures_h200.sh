@@ -44,6 +44,9 @@
 #             session 24 and top_k_top_p_sampling, which its run did not reach);
 #   cmoe.tgz  issue 15: compiled fused_moe_experts alone, 240 s per workload (the moe part never
 #             reached it).
+#   gdnsf.tgz gdn_chunk_prefill with its chunk table built on the device (benchmarks/studies/
+#             2026-12-05-gdn-syncfree): the expert's call reads cu_seqlens on the host, and session 25
+#             found 0.5-0.8 ms of host gaps in the 1x32768 spans; fla-core last;
 #   w4fw.tgz  issue 15: the W4A16 M = 1 candidates of benchmarks/studies/2026-12-05-w4a16-fullwave
 #             (stream-K over all SMs, a split fitted to the SM count, stream-K with pipelined loads)
 #             beside the shipped expert;
@@ -67,6 +70,10 @@
 # benchmarks/studies/2026-12-05-session24-h100. Next: `PARTS=w4fw` alone (issue 15's one open target),
 # then `PARTS="fresh gdnc"` (gdnc gets what fresh leaves, ~380 s), then `PARTS="cmoe gdnprof"`,
 # then `PARTS="moe cmla"`.
+# Session 25 (2026-12-05), an H100: w4fw, fresh, gdnc, cmoe (1 of 4: the 128-expert compiled
+# reference recompiles on every routing and passes the 240-s limit) and gdnprof ran; see
+# benchmarks/studies/2026-12-05-session25-h100. Next: `PARTS=gdnsf` (with fla-core), then
+# `PARTS="moe cmla"`.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
@@ -168,6 +175,10 @@ for part in ${PARTS:-trust fla}; do
     gdnc) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-prefill-candidates/candidates.toml /tmp/gdn_c \
             || { echo "gdnc: no candidates"; continue; }
           $P gdnc env VARIANTS_DIR=/tmp/gdn_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
+            EXTRA="--tasks gdn_chunk_prefill --solution tasks/gdn_chunk_prefill/baselines/fla.py" bash benchmarks/variants_h200.sh ;;
+    gdnsf) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-syncfree/candidates.toml /tmp/gdn_sf \
+            || { echo "gdnsf: no candidates"; continue; }
+          $P gdnsf env VARIANTS_DIR=/tmp/gdn_sf WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
             EXTRA="--tasks gdn_chunk_prefill --solution tasks/gdn_chunk_prefill/baselines/fla.py" bash benchmarks/variants_h200.sh ;;
     gdnprof) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-prefill-candidates/candidates.toml /tmp/gdn_c \
             || { echo "gdnprof: no candidates"; continue; }
