@@ -44,6 +44,23 @@ def _summary(store, env: dict, solution_ids: list[str], per_workload: bool) -> N
     print_table(cols, rows, title)
 
 
+TIMING_NOTES_SHOWN = 12   # lines; the rest are in the store (flags, timing)
+
+
+def _print_timing_notes(records: list[dict]) -> None:
+    """After a GPU run, what each passed figure holds besides the solution's kernels (d2k.timing_notes)."""
+    from d2k.timing_notes import timing_notes
+
+    lines = [f"{r['task_id']} · {one_line(r['solution'])} · {r['workload_id']}: {note}"
+             for r in records for note in timing_notes(r)]
+    for line in lines[:TIMING_NOTES_SHOWN]:
+        common.err_console.print(f"note: {line}", markup=False, highlight=False, soft_wrap=True)
+    if len(lines) > TIMING_NOTES_SHOWN:
+        common.err_console.print(f"note: {len(lines) - TIMING_NOTES_SHOWN} more such notes: the store's `flags` and "
+                                 f"`timing` columns (SELECT workload_id, flags, timing FROM evaluations)",
+                                 markup=False, highlight=False, soft_wrap=True)
+
+
 def _run(bench_content, plans, backend: str, command: str, args: dict, db, force: bool, per_workload: bool, timeout: float,
          timed: bool = True):
     from d2k.supervisor import Limits
@@ -74,6 +91,7 @@ def _run(bench_content, plans, backend: str, command: str, args: dict, db, force
                                  + escape(f"{r['task_id']} · {one_line(r['solution'])} · {r['workload_id']}: "
                                           f"{one_line(r.get('reason'))}"),
                                  highlight=False, soft_wrap=True)
+    _print_timing_notes(result.records)
     _summary(store, result.env, sorted({p.solution.solution_id for p in plans}), per_workload)
     common.err_console.print(f"run {result.run_id}: results in {result.results_path}, store {store.path}",
                              markup=False, highlight=False)

@@ -1,0 +1,46 @@
+"""What a GPU figure holds besides the solution's kernels, in words for the run's log.
+
+A stored record already says it in its columns (`timing.waits_for_device`, `flags.host_late`,
+`span_median_ms` beside `kernel_sum_median_ms`), but a kernel author reading `passed 3.636 ms`
+does not see that 0.5 ms of it is the GPU idle while the host runs the call's Python. These notes
+say so after a run, one line per evaluation, only for passed GPU records.
+"""
+
+from __future__ import annotations
+
+# the span outside the kernels is worth a note above this share of the span and this many ms
+# (kernel start-up between back-to-back launches is ~1 us a kernel: below the floor on any real call)
+OUTSIDE_SHARE = 0.05
+OUTSIDE_FLOOR_MS = 0.010
+
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def timing_notes(record: dict) -> list[str]:
+    """The notes for one evaluation record (as `supervisor` builds it, or a row of `evaluations`
+    with its JSON columns decoded); empty when its figure is the kernels' alone."""
+    if record.get("backend") != "cuda" or record.get("status") != "passed":
+        return []
+    timing = record.get("timing") if isinstance(record.get("timing"), dict) else {}
+    flags = record.get("flags") if isinstance(record.get("flags"), dict) else {}
+    notes = []
+    if timing.get("waits_for_device"):
+        notes.append("the call waits for the device mid-call (a host read of a device value, such as "
+                     ".tolist() or .item()): timed by events, so its figure includes the host's work after the read")
+    late = flags.get("host_late") if isinstance(flags.get("host_late"), dict) else None
+    if late and _number(late.get("calls")):
+        hold, worst = _number(timing.get("hold_us")), _number(late.get("worst_us"))
+        of = _number(late.get("of"))
+        notes.append(f"{late['calls']:.0f}{f' of {of:.0f}' if of else ''} timed calls were issued more slowly than "
+                     f"the {f'{hold:.0f}-us ' if hold else ''}stream hold"
+                     f"{f' (worst {worst:.0f} us late)' if worst is not None else ''}: "
+                     f"their event windows may include host time")
+    span, kernels = _number(record.get("span_median_ms")), _number(record.get("kernel_sum_median_ms"))
+    if span and kernels is not None and span - kernels > max(OUTSIDE_SHARE * span, OUTSIDE_FLOOR_MS):
+        outside = span - kernels
+        notes.append(f"{outside * 1e3:.0f} us of its {span * 1e3:.0f}-us device span ({outside / span:.0%}) is "
+                     f"outside its kernels: copies, sets, or the GPU idle between launches (a host-bound or "
+                     f"synchronising call); the span counts it")
+    return notes

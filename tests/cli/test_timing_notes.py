@@ -1,0 +1,66 @@
+"""The notes after a GPU run that say what a passed figure holds besides the solution's kernels
+(d2k.timing_notes), on the figures of session 25's H100 records of gdn_chunk_prefill
+(benchmarks/studies/2026-12-05-session25-h100, section 3)."""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+
+from d2k.cli import common, evaluate
+from d2k.timing_notes import timing_notes
+
+BASE = {"task_id": "gdn_chunk_prefill", "solution": "expert", "status": "passed", "backend": "cuda"}
+# 1x8192: the call reads cu_seqlens on the host, so it was timed by events and every call was late
+WAITS = {**BASE, "workload_id": "gdn_prefill_qk8_v16_d128_k_last_1x8192", "median_ms": 0.6525,
+         "timing": {"waits_for_device": True, "hold_us": 2000.0},
+         "flags": {"host_late": {"calls": 765, "of": 765, "worst_us": 6032.4}}}
+# 1x32768: profiled; the span is 496 us over the kernels' own time
+GAPS = {**BASE, "workload_id": "gdn_prefill_qk16_v32_d128_k_last_1x32768", "median_ms": 3.6363,
+        "span_median_ms": 3.6363, "kernel_sum_median_ms": 3.1402, "timing": {"waits_for_device": False}}
+# rmsnorm h4096_t8192's span against its one kernel: nothing outside it worth a note
+CLEAN = {**BASE, "task_id": "rmsnorm", "workload_id": "rmsnorm_h4096_t8192", "median_ms": 0.05171,
+         "span_median_ms": 0.05171, "kernel_sum_median_ms": 0.05098, "timing": {"waits_for_device": False}}
+
+
+def test_a_call_that_waits_for_the_device_gets_both_notes():
+    notes = timing_notes(WAITS)
+    assert len(notes) == 2
+    assert "waits for the device mid-call" in notes[0] and "timed by events" in notes[0]
+    assert notes[1].startswith("765 of 765 timed calls were issued more slowly than the 2000-us stream hold "
+                               "(worst 6032 us late)")
+
+
+def test_idle_time_inside_the_span_is_named_with_its_share():
+    (note,) = timing_notes(GAPS)
+    assert note.startswith("496 us of its 3636-us device span (14%) is outside its kernels")
+
+
+@pytest.mark.parametrize("record", [
+    CLEAN,
+    {**GAPS, "status": "failed"},                            # only passed figures are figures
+    {**GAPS, "backend": "interpreter"},                      # an interpreter time is no kernel speed
+    {**GAPS, "kernel_sum_median_ms": None},                  # events only: nothing to compare the span with
+    {**GAPS, "span_median_ms": 0.012, "kernel_sum_median_ms": 0.004},   # 8 us outside: under the floor
+])
+def test_no_note_where_the_figure_is_the_kernels_or_there_is_no_figure(record):
+    assert timing_notes(record) == []
+
+
+def test_a_record_read_back_with_odd_json_does_not_break_the_notes():
+    odd = {**BASE, "workload_id": "w", "timing": "not a dict", "flags": {"host_late": {"calls": None}}}
+    assert timing_notes(odd) == []
+
+
+def test_the_run_prints_the_notes_and_bounds_them(monkeypatch):
+    console = Console(record=True, width=400, force_terminal=False)
+    monkeypatch.setattr(common, "err_console", console)
+    many = [{**GAPS, "workload_id": f"w{i}"} for i in range(evaluate.TIMING_NOTES_SHOWN + 3)]
+    evaluate._print_timing_notes([WAITS, CLEAN, *many])
+    lines = console.export_text().strip().splitlines()
+    assert lines[0].startswith("note: gdn_chunk_prefill · expert · gdn_prefill_qk8_v16_d128_k_last_1x8192: "
+                               "the call waits for the device")
+    assert len(lines) == evaluate.TIMING_NOTES_SHOWN + 1
+    # 2 notes of WAITS + 15 of the others, 12 shown
+    assert lines[-1].startswith(f"note: {2 + evaluate.TIMING_NOTES_SHOWN + 3 - evaluate.TIMING_NOTES_SHOWN} more such notes")
+    assert not any("rmsnorm" in line for line in lines)
