@@ -47,6 +47,8 @@
 #   gdnsf.tgz gdn_chunk_prefill with its chunk table built on the device (benchmarks/studies/
 #             2026-12-05-gdn-syncfree): the expert's call reads cu_seqlens on the host, and session 25
 #             found 0.5-0.8 ms of host gaps in the 1x32768 spans; fla-core last;
+#   gdntinv.tgz gdn_chunk_prefill's triangular inverse on one warp (benchmarks/studies/2026-12-05-gdn-tinv:
+#             tf32x3 / tf32 block products, BK 32), two of them also with the device-built chunk table;
 #   w4fw.tgz  issue 15: the W4A16 M = 1 candidates of benchmarks/studies/2026-12-05-w4a16-fullwave
 #             (stream-K over all SMs, a split fitted to the SM count, stream-K with pipelined loads)
 #             beside the shipped expert;
@@ -73,7 +75,7 @@
 # Session 25 (2026-12-05), an H100: w4fw, fresh, gdnc, cmoe (1 of 4: the 128-expert compiled
 # reference recompiles on every routing and passes the 240-s limit) and gdnprof ran; see
 # benchmarks/studies/2026-12-05-session25-h100. Next: `PARTS=gdnsf` (with fla-core), then
-# `PARTS="moe cmla"`.
+# `PARTS=gdntinv`, then `PARTS="moe cmla"`.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
@@ -180,6 +182,10 @@ for part in ${PARTS:-trust fla}; do
             || { echo "gdnsf: no candidates"; continue; }
           $P gdnsf env VARIANTS_DIR=/tmp/gdn_sf WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
             EXTRA="--tasks gdn_chunk_prefill --solution tasks/gdn_chunk_prefill/baselines/fla.py" bash benchmarks/variants_h200.sh ;;
+    gdntinv) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-tinv/candidates.toml /tmp/gdn_ti \
+            || { echo "gdntinv: no candidates"; continue; }
+          $P gdntinv env VARIANTS_DIR=/tmp/gdn_ti WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
+            bash benchmarks/variants_h200.sh ;;
     gdnprof) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-prefill-candidates/candidates.toml /tmp/gdn_c \
             || { echo "gdnprof: no candidates"; continue; }
           w=gdn_chunk_prefill:gdn_prefill_qk16_v32_d128_k_last_1x32768
