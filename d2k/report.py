@@ -65,8 +65,9 @@ SECTIONS = [
             plots.task_speedups),
     Section("workload_speed", "Speed per workload (GPU)", "No GPU evaluations in this store.", plots.sol_fractions),
     Section("correctness", "Correctness", "No evaluations in this store: run `d2k bench`."),
-    Section("trust", "What the trusted side could not vouch for",
-            "Nothing flagged: no kernel-less solution, rejected timing, late-issued calls or sandbox warning."),
+    Section("trust", "What the trusted side could not vouch for, and figures holding host time",
+            "Nothing flagged: no kernel-less solution, rejected timing, late-issued calls, mid-call wait "
+            "for the device, span over 5 % outside its kernels or sandbox warning."),
     Section("implementation", "Design properties implemented by solutions",
             "No judged solutions: run `d2k judge code --all`.", plots.implementation_heatmap),
     Section("unimplemented", "Design properties left out",

@@ -181,10 +181,21 @@ def test_trust_section_lists_what_the_trusted_side_could_not_vouch_for(gpu_like_
     con.execute("""UPDATE evaluations SET flags = '{"host_late": {"calls": 3, "of": 300, "worst_us": 61.5}}'
                    WHERE solution_id = ?""", [solutions["expert"].solution_id])
     con.execute("""UPDATE runs SET sandbox = '{"variants": [{"warnings": ["no namespaces here"]}, {"warnings": []}]}'""")
+    # a passed reference that read a device value mid-call, and a passed expert with 14 % of its
+    # span outside its kernels (gdn_chunk_prefill's expert at 1x32768 on session 25's H100)
+    con.execute("""UPDATE evaluations SET timing = '{"waits_for_device": true}' WHERE solution_id = ?""",
+                [solutions["reference"].solution_id])
+    con.execute("UPDATE evaluations SET span_median_ms = 3.6363, kernel_sum_median_ms = 3.1402 WHERE solution_id = ?",
+                [solutions["expert"].solution_id])
     store.close()
     rows = _sections(copy)["trust"].rows
     kinds = {r[0] for r in rows}
-    assert kinds == {"kernel-less solution", "timing rejected", "calls issued late", "sandbox warning"}
+    assert kinds == {"kernel-less solution", "timing rejected", "calls issued late", "waits for the device",
+                     "span outside its kernels", "sandbox warning"}
+    waits = [r for r in rows if r[0] == "waits for the device"]
+    assert waits and {r[3] for r in waits} == {"reference"}
+    outside = next(r for r in rows if r[0] == "span outside its kernels")
+    assert outside[3] == "expert" and outside[6] == "496 of 3636 µs of the device span (14 %)"
     late = next(r for r in rows if r[0] == "calls issued late")
     assert late[3] == "expert" and late[6] == "3 of 300 timed calls (worst 61.5 µs of host time)"
     assert any(r[0] == "sandbox warning" and r[6] == "no namespaces here" for r in rows)
