@@ -47,6 +47,8 @@
 #   gdnsf.tgz gdn_chunk_prefill with its chunk table built on the device (benchmarks/studies/
 #             2026-12-05-gdn-syncfree): the expert's call reads cu_seqlens on the host, and session 25
 #             found 0.5-0.8 ms of host gaps in the 1x32768 spans; fla-core last;
+#   w4loads.tgz issue 15: the W4A16 M = 1 GEMV with its activation and scale loads fixed, and with a
+#             cheaper decode (benchmarks/studies/2026-12-05-w4a16-loads), beside the expert;
 #   gdntinv.tgz gdn_chunk_prefill's triangular inverse on one warp (benchmarks/studies/2026-12-05-gdn-tinv:
 #             tf32x3 / tf32 block products, BK 32), two of them also with the device-built chunk table;
 #   w4fw.tgz  issue 15: the W4A16 M = 1 candidates of benchmarks/studies/2026-12-05-w4a16-fullwave
@@ -74,8 +76,8 @@
 # then `PARTS="moe cmla"`.
 # Session 25 (2026-12-05), an H100: w4fw, fresh, gdnc, cmoe (1 of 4: the 128-expert compiled
 # reference recompiles on every routing and passes the 240-s limit) and gdnprof ran; see
-# benchmarks/studies/2026-12-05-session25-h100. Next: `PARTS=gdnsf` (with fla-core), then
-# `PARTS=gdntinv`, then `PARTS="moe cmla"`.
+# benchmarks/studies/2026-12-05-session25-h100. Next: `PARTS=w4loads` (issue 15's open target),
+# then `PARTS=gdnsf` (with fla-core), then `PARTS=gdntinv`, then `PARTS="moe cmla"`.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
@@ -123,6 +125,12 @@ for part in ${PARTS:-trust fla}; do
             --format json > "$OUT/fresh_inputs.json"' ;;
     cmoe) $P cmoe bash -c 'export D2K_DB=/tmp/cmoe.duckdb; TIMEOUT=240 TASKS=fused_moe_experts SOLUTIONS=compiled \
            BENCH_SECONDS='"$(( $(left) - 10 ))"' bash benchmarks/content_b_h200.sh' ;;
+    w4loads) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-w4a16-loads/candidates.toml /tmp/w4loads \
+            || { echo "w4loads: no candidates"; continue; }
+          # issue 15's open target again: the M = 1 GEMV's loads fixed (groupload) and its decode cut
+          # to a LOP3 and an FFMA a code (subnormal); the m16/m128 rows run shipped code (noise check)
+          $P w4loads env VARIANTS_DIR=/tmp/w4loads WORKLOAD_TIMEOUT=180 \
+            SWEEP_SECONDS=$(( $(left) - 20 )) bash benchmarks/variants_h200.sh ;;
     w4fw) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-w4a16-fullwave/candidates.toml /tmp/w4fw \
             || { echo "w4fw: no candidates"; continue; }
           # issue 15's open target (W4A16 M = 1 at 0.7 of copy): stream-K / fitted-split GEMVs, the
