@@ -47,6 +47,10 @@
 #   gdnsf.tgz gdn_chunk_prefill with its chunk table built on the device (benchmarks/studies/
 #             2026-12-05-gdn-syncfree): the expert's call reads cu_seqlens on the host, and session 25
 #             found 0.5-0.8 ms of host gaps in the 1x32768 spans; fla-core last;
+#   roof.tgz  issue 15: how much of the calibrated copy bandwidth any kernel reaches on the W4A16
+#             workloads' bytes (benchmarks/read_roof.py: a Triton read of every byte over five grid
+#             shapes, torch's sum, torch's copy of the same bytes; span mode, read flush): the roof
+#             under the 0.7-of-copy target;
 #   w4loads.tgz issue 15: the W4A16 M = 1 GEMV with its activation and scale loads fixed, and with a
 #             cheaper decode (benchmarks/studies/2026-12-05-w4a16-loads), beside the expert;
 #   gdntinv.tgz gdn_chunk_prefill's triangular inverse on one warp (benchmarks/studies/2026-12-05-gdn-tinv:
@@ -76,7 +80,7 @@
 # then `PARTS="moe cmla"`.
 # Session 25 (2026-12-05), an H100: w4fw, fresh, gdnc, cmoe (1 of 4: the 128-expert compiled
 # reference recompiles on every routing and passes the 240-s limit) and gdnprof ran; see
-# benchmarks/studies/2026-12-05-session25-h100. Next: `PARTS=w4loads` (issue 15's open target),
+# benchmarks/studies/2026-12-05-session25-h100. Next: `PARTS="roof w4loads"` (issue 15's open target),
 # then `PARTS=gdnsf` (with fla-core), then `PARTS=gdntinv`, then `PARTS="moe cmla"`.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
@@ -125,6 +129,9 @@ for part in ${PARTS:-trust fla}; do
             --format json > "$OUT/fresh_inputs.json"' ;;
     cmoe) $P cmoe bash -c 'export D2K_DB=/tmp/cmoe.duckdb; TIMEOUT=240 TASKS=fused_moe_experts SOLUTIONS=compiled \
            BENCH_SECONDS='"$(( $(left) - 10 ))"' bash benchmarks/content_b_h200.sh' ;;
+    roof) $P roof bash -c 'source benchmarks/gpu_env.sh
+          timeout '"$(( $(left) - 10 < 150 ? $(left) - 10 : 150 ))"' python3 benchmarks/read_roof.py \
+            > "$OUT/read_roof.jsonl" 2> "$OUT/read_roof.err"' ;;
     w4loads) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-w4a16-loads/candidates.toml /tmp/w4loads \
             || { echo "w4loads: no candidates"; continue; }
           # issue 15's open target again: the M = 1 GEMV's loads fixed (groupload) and its decode cut
