@@ -48,11 +48,13 @@ TIMING_NOTES_SHOWN = 12   # lines; the rest are in the store (flags, timing)
 
 
 def _print_timing_notes(records: list[dict]) -> None:
-    """After a GPU run, what each passed figure holds besides the solution's kernels (d2k.timing_notes)."""
+    """After a GPU run, what each passed figure holds besides the solution's kernels (d2k.timing_notes).
+    The eager reference is left out: its launch gaps and host reads are PyTorch's, expected, and
+    would crowd out the solutions' notes (the report's trust section lists every record's)."""
     from d2k.timing_notes import timing_notes
 
     lines = [f"{r['task_id']} · {one_line(r['solution'])} · {r['workload_id']}: {note}"
-             for r in records for note in timing_notes(r)]
+             for r in records if r.get("solution") != "reference" for note in timing_notes(r)]
     for line in lines[:TIMING_NOTES_SHOWN]:
         common.err_console.print(f"note: {line}", markup=False, highlight=False, soft_wrap=True)
     if len(lines) > TIMING_NOTES_SHOWN:

@@ -64,3 +64,10 @@ def test_the_run_prints_the_notes_and_bounds_them(monkeypatch):
     # 2 notes of WAITS + 15 of the others, 12 shown
     assert lines[-1].startswith(f"note: {2 + evaluate.TIMING_NOTES_SHOWN + 3 - evaluate.TIMING_NOTES_SHOWN} more such notes")
     assert not any("rmsnorm" in line for line in lines)
+
+
+def test_the_eager_reference_gets_no_console_note(monkeypatch):
+    console = Console(record=True, width=400, force_terminal=False)
+    monkeypatch.setattr(common, "err_console", console)
+    evaluate._print_timing_notes([{**WAITS, "solution": "reference"}])
+    assert console.export_text().strip() == ""
