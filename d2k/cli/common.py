@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 from rich.console import Console, RenderHook
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.segment import Segment
 from rich.table import Table
 from typer.core import TyperGroup
@@ -210,7 +210,10 @@ class RichProgress:
 
     def __init__(self, label: str):
         self.progress = Progress(
+            # the remaining time is rich's estimate from the evaluations done so far (they differ
+            # by task: a rough guide on a full run, not a promise)
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("left"), TimeRemainingColumn(compact=True),
             TextColumn("{task.fields[current]}"), console=err_console, transient=False,
         )
         self.label = label
