@@ -26,7 +26,11 @@ def timing_notes(record: dict) -> list[str]:
     timing = record.get("timing") if isinstance(record.get("timing"), dict) else {}
     flags = record.get("flags") if isinstance(record.get("flags"), dict) else {}
     notes = []
-    if timing.get("waits_for_device"):
+    if timing.get("profiler_slowed"):
+        # the profiler's CPU-side cost showed in the call: its host work bounds it (timing.py)
+        notes.append(f"the profiler slowed the call {_number(timing['profiler_slowed']) or 0:.2f}x (its host work "
+                     f"bounds it): timed by events without the profiler, host work included")
+    elif timing.get("waits_for_device"):
         notes.append("the call waits for the device mid-call (a host read of a device value, such as "
                      ".tolist() or .item()): timed by events, so its figure includes the host's work after the read")
     late = flags.get("host_late") if isinstance(flags.get("host_late"), dict) else None

@@ -31,6 +31,13 @@ def test_a_call_that_waits_for_the_device_gets_both_notes():
                                "(worst 6032 us late)")
 
 
+def test_a_call_the_profiler_slowed_is_told_apart_from_a_host_read():
+    record = {**BASE, "workload_id": "moe_align_block_size_dsv3_t4096_k8_e256_bs64",
+              "timing": {"waits_for_device": True, "profiler_slowed": 2.2}}
+    (note,) = timing_notes(record)
+    assert note.startswith("the profiler slowed the call 2.20x") and "host read" not in note
+
+
 def test_idle_time_inside_the_span_is_named_with_its_share():
     (note,) = timing_notes(GAPS)
     assert note.startswith("496 us of its 3636-us device span (14%) is outside its kernels")
