@@ -19,7 +19,7 @@ SELECT kind, run_id, task_id, solution, workload_id, backend, detail FROM (
     FROM v_evaluations WHERE (flags->'host_late') IS NOT NULL
     UNION ALL
     SELECT 4, 'waits for the device', run_id, task_id, solution, workload_id, backend,
-           'the call reads a device value on the host mid-call: timed by events, host work included'
+           'the call reads a device value on the host mid-call, or the profiler slowed its host side: timed by events, host work included'
     FROM v_evaluations WHERE backend = 'cuda' AND status = 'passed' AND waits_for_device
     UNION ALL
     SELECT 5, 'span outside its kernels', run_id, task_id, solution, workload_id, backend,
