@@ -143,6 +143,50 @@ def test_a_slow_call_that_never_waits_for_the_device_keeps_the_profiler():
     assert timing["hold_us"] == 2000.0 and min(timing["samples_ms"]) >= 3.0
 
 
+class _QueuedDevice(_FakeDevice):
+    """The fake device with work of the call's own queued behind the hold: the guard's synchronize
+    waits for all of it, as a CUDA device synchronisation does."""
+
+    def launch(self, seconds):
+        self.busy_until = max(time.perf_counter(), self.busy_until) + seconds
+
+    def synchronize(self):
+        while time.perf_counter() < self.busy_until:
+            pass
+
+
+def _queued_timer(device: _QueuedDevice):
+    timer = _timer(False, device)
+    guard = _HostClockGuard()
+    guard.synchronize = device.synchronize
+    timer.guard = guard
+    return timer
+
+
+def test_a_call_that_reads_the_device_first_and_then_launches_long_kernels_is_told():
+    # gdn_chunk_prefill's expert at 1x32768 (session 25): cu_seqlens.tolist() first, then 3 ms of
+    # kernels. A plain probe queued behind the one before it waited for that one's kernels too, and
+    # the slowest plain probe hid the longer hold's effect: not flagged, and the span kept
+    device = _QueuedDevice()
+
+    def reads_then_launches(i):
+        device.synchronizing_call(i)
+        device.launch(0.003)
+
+    timing = _queued_timer(device).measure(reads_then_launches, 2, lambda i: None, probe=False)
+    assert timing["waits_for_device"] is True
+    longer, plain = timing["hold_probe_host_us"], timing["probe_host_us"]
+    assert min(longer) - sorted(plain)[1] > 500.0
+
+
+def test_a_call_with_long_kernels_and_no_read_of_the_device_is_not_told():
+    # the same 3 ms of device work, issued without waiting for anything: its host time does not
+    # grow with the hold
+    device = _QueuedDevice()
+    timing = _queued_timer(device).measure(lambda i: device.launch(0.003), 2, lambda i: None, probe=False)
+    assert timing["waits_for_device"] is False
+
+
 def _host_work(timer, plain_s, profiled_s):
     """A call that never synchronises: plain_s of host work, profiled_s while the profiler records."""
     def call(i):
