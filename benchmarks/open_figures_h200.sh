@@ -79,7 +79,7 @@
 # then `PARTS="fresh gdnc"` (gdnc gets what fresh leaves, ~380 s), then `PARTS="cmoe gdnprof"`,
 # then `PARTS="moe cmla"`.
 # Session 25 (2026-12-05), an H100: w4fw, fresh, gdnc, cmoe (1 of 4: the 128-expert compiled
-# reference recompiles on every routing and passes the 240-s limit) and gdnprof ran; see
+# reference recompiles on every routing and exceeds the 240-s limit) and gdnprof ran; see
 # benchmarks/studies/2026-12-05-session25-h100. Next: `PARTS="roof w4loads"` (issue 15's open target),
 # then `PARTS=gdnsf` (with fla-core), then `PARTS=gdntinv`, then `PARTS="moe cmla"`.
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
