@@ -790,9 +790,10 @@ class Checker:
         """Call ``j`` of an open batch: its round trip on this process's clock, from sending the seed
         to holding a private copy of the call's outputs; returns (seconds, reply, output bytes,
         phases). The phases split the round trip on this clock (``send``: writing the seed;
-        ``wait``: until the reply can be read, the candidate's whole part; ``read``: taking the
-        reply and copying its outputs out) and add the candidate's own report of its part
-        (``cand_call``, ``cand_sync``, ``cand_pack``: diagnosis only, its clock is its own)."""
+        ``wait``: until the reply can be read, the candidate's part, which starts inside ``send``
+        when this process loses its core right after the write; ``read``: taking the reply and
+        copying its outputs out) and add the candidate's own report of its part (``cand_call``,
+        ``cand_sync``, ``cand_pack``: diagnosis only, its clock is its own)."""
         started = time.perf_counter()
         proc.send({"seed": seed})
         sent = time.perf_counter()
