@@ -42,8 +42,9 @@
 #             sys.addaudithook, since fixed).
 #   fresh.tgz fresh-input tasks' expert and eager (FRESH_TASKS; default the two that opted in late in
 #             session 24 and top_k_top_p_sampling, which its run did not reach);
-#   cmoe.tgz  issue 15: compiled fused_moe_experts alone, 240 s per workload (the moe part never
-#             reached it).
+#   cmoe.tgz  issue 15: compiled fused_moe_experts alone, 420 s per workload (the moe part never
+#             reached it; since session 26 it compiles with dynamic shapes, task.toml
+#             performance.compile_dynamic: one compile of the 128-expert loop, not one per routing).
 #   gdnsf.tgz gdn_chunk_prefill with its chunk table built on the device (benchmarks/studies/
 #             2026-12-05-gdn-syncfree): the expert's call reads cu_seqlens on the host, and session 25
 #             found 0.5-0.8 ms of host gaps in the 1x32768 spans; fla-core last;
@@ -82,6 +83,8 @@
 # reference recompiles on every routing and exceeds the 240-s limit) and gdnprof ran; see
 # benchmarks/studies/2026-12-05-session25-h100. Next: `PARTS="roof w4loads"` (issue 15's open target),
 # then `PARTS=gdnsf` (with fla-core), then `PARTS=gdntinv`, then `PARTS="moe cmla"`.
+# Session 26 (2026-12-05) had no device time left (CPU only). Its one new part to run: `PARTS=cmoe`
+# after the four above (the dynamic-shape compile; a CPU probe compiled once at T = 512, E = 128).
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
@@ -127,7 +130,7 @@ for part in ${PARTS:-trust fla}; do
           python3 -m d2k sql "SELECT workload_id, solution_id, status, median_ms, timing->>'"'"'fresh_inputs'"'"' AS fresh,
             n_samples AS n, timing->'"'"'phases_s'"'"' AS phases, substr(reason, 1, 200) AS reason FROM evaluations ORDER BY 1" \
             --format json > "$OUT/fresh_inputs.json"' ;;
-    cmoe) $P cmoe bash -c 'export D2K_DB=/tmp/cmoe.duckdb; TIMEOUT=240 TASKS=fused_moe_experts SOLUTIONS=compiled \
+    cmoe) $P cmoe bash -c 'export D2K_DB=/tmp/cmoe.duckdb; TIMEOUT=420 TASKS=fused_moe_experts SOLUTIONS=compiled \
            BENCH_SECONDS='"$(( $(left) - 10 ))"' bash benchmarks/content_b_h200.sh' ;;
     roof) $P roof bash -c 'source benchmarks/gpu_env.sh
           timeout '"$(( $(left) - 10 < 150 ? $(left) - 10 : 150 ))"' python3 benchmarks/read_roof.py \

@@ -224,6 +224,8 @@ def evaluation_job(
             # the worker starts (a file rewritten after d2k read it ran B while A was stored: red
             # team G, session 21)
             "source": solution.source,
+            # torch.compile's dynamic= for a compiled solution (the task's performance.compile_dynamic)
+            "compile_dynamic": solution.kind == "compiled" and bench.task(solution.task_id).performance.compile_dynamic,
         },
         "workloads": [workload_payload(w) for w in workloads],
         "check": check,

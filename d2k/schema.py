@@ -153,6 +153,10 @@ class Performance(Strict):
     # that speedups divide, for a task whose reference is a sequential definition too slow to be a
     # fair eager baseline (and too slow to time): the views mark every speedup taken over it.
     eager_stand_in: str | None = None
+    # `compiled` runs torch.compile(..., dynamic=True): for a reference whose host-side loop reads
+    # data-dependent sizes (per-expert counts), which a static compile guards on and so recompiles
+    # for every new routing (fused_moe_experts, benchmarks/studies/2026-12-05-session25-h100, sec. 4)
+    compile_dynamic: bool = False
 
     @field_validator("eager_stand_in")
     @classmethod

@@ -15,7 +15,8 @@ class Solution:
     solution_id: str      # sha256 of the source text (the reference: of "reference:" + its text)
     task_id: str
     label: str            # expert | naive | reference | compiled | the path given
-    kind: str             # file | baseline (a library's adapter) | reference | compiled (torch.compile of the reference)
+    kind: str             # file | baseline (a library's adapter) | reference | compiled (torch.compile of the reference;
+                          # with dynamic shapes where the task's performance.compile_dynamic says so)
     path: Path
     source: str
 
@@ -38,7 +39,9 @@ def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
         # sequential reference (compiling a token-by-token loop would unroll it)
         path = _eager_path(bench, task_id)
         source = path.read_text(encoding="utf-8")
-        return Solution(sha256("compiled:" + source), task_id, "compiled", "compiled", path, source)
+        # a dynamic-shape compile is another solution than a static one of the same file
+        tag = "compiled:dynamic:" if compile_dynamic(bench, task_id) else "compiled:"
+        return Solution(sha256(tag + source), task_id, "compiled", "compiled", path, source)
     if name in ("expert", "naive"):
         path = task_dir / f"{name}.py"
         if not path.is_file():
@@ -60,6 +63,12 @@ def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
         # reason, where the library is not installed
         kind, label = "baseline", f"baseline:{path.stem}"
     return Solution(sha256(source), task_id, label, kind, path.resolve(), source)
+
+
+def compile_dynamic(bench: Benchmark, task_id: str) -> bool:
+    """Whether the task's ``compiled`` solution compiles with dynamic shapes
+    (performance.compile_dynamic)."""
+    return bench.task(task_id).performance.compile_dynamic
 
 
 def _eager_path(bench: Benchmark, task_id: str) -> Path:

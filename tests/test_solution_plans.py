@@ -28,3 +28,61 @@ def test_bench_plans_time_the_eager_figure_once_and_skip_it_off_the_gpu(root):
     assert {("gdn_chunk_prefill", "baseline:chunked_torch"), ("gdn_chunk_prefill", "baseline:fla")} <= labels
     off_gpu = bench_plans(bench, ["expert", "reference"], "interpreter", "smoke")
     assert {p.solution.label for p in off_gpu} == {"expert"}
+
+
+def test_a_task_can_compile_its_reference_with_dynamic_shapes(root):
+    """performance.compile_dynamic: fused_moe_experts' compiled solution is torch.compile(...,
+    dynamic=True), a solution of its own (its id differs from a static compile of the same file),
+    and the evaluation job tells the candidate so; other tasks' compiled solutions are unchanged."""
+    from d2k.content import Benchmark
+    from d2k.job_payload import evaluation_job
+    from d2k.solutions import resolve, sha256
+
+    bench = Benchmark.load(root, only=["rmsnorm", "fused_moe_experts"])
+    moe, norm = resolve(bench, "fused_moe_experts", "compiled"), resolve(bench, "rmsnorm", "compiled")
+    assert moe.solution_id == sha256("compiled:dynamic:" + moe.source) != sha256("compiled:" + moe.source)
+    assert norm.solution_id == sha256("compiled:" + norm.source)
+
+    def job(solution):
+        workloads = [w for w in bench.workloads[solution.task_id] if w.tag == "smoke"]
+        return evaluation_job(bench, solution, workloads, "interpreter", "/dev/null")["solution"]
+
+    assert job(moe)["compile_dynamic"] is True and job(norm)["compile_dynamic"] is False
+    # the flag belongs to the compiled solution only, not to the task's other solutions
+    assert job(resolve(bench, "fused_moe_experts", "reference"))["compile_dynamic"] is False
+
+
+def test_a_dynamic_compile_does_not_recompile_for_new_counts(tmp_path):
+    """The candidate's loader honours compile_dynamic: a reference that loops on the host over
+    counts read from its input compiles once with dynamic shapes and more than once without (the
+    shape of fused_moe_experts' reference, whose static compile recompiled on every routing)."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    from d2k.execution.candidate import _load
+
+    path = tmp_path / "reference.py"
+    path.write_text(
+        "import torch\n\n\n"
+        "def reference(x, ids):\n"
+        "    counts = torch.bincount(ids, minlength=4).tolist()\n"
+        "    parts, start = [], 0\n"
+        "    for n in counts:\n"
+        "        if n == 0:\n"
+        "            continue\n"
+        "        parts.append(x[start:start + n].sum(0) * 2)\n"
+        "        start += n\n"
+        "    return torch.stack(parts)\n")
+    graphs = {}
+    for dynamic in (True, False):
+        torch._dynamo.reset()
+        counters.clear()
+        fn, _ = _load(str(path), "run", "compiled", dynamic)
+        for counts in ([3, 5, 2, 6], [4, 4, 3, 5], [2, 7, 4, 3]):
+            x = torch.randn(16, 8)
+            ids = torch.repeat_interleave(torch.arange(4), torch.tensor(counts))
+            expected = torch.stack([part.sum(0) * 2 for part in torch.split(x, counts)])
+            assert torch.allclose(fn(x, ids), expected)
+        graphs[dynamic] = counters["stats"]["unique_graphs"]
+    torch._dynamo.reset()
+    assert graphs[True] == 1 and graphs[False] > 1, graphs

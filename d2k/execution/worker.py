@@ -1072,7 +1072,8 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
         proc, booting = booting or spawn_candidate(), None
         try:
             proc.request({"op": "load", "path": proc.solution_path, "entry_point": solution.get("entry_point", "run"),
-                          "kind": solution["kind"], "backend": job["backend"],
+                          "kind": solution["kind"], "compile_dynamic": bool(solution.get("compile_dynamic")),
+                          "backend": job["backend"],
                           "memory_fraction": job.get("sandbox", {}).get("gpu_memory_fraction")})
         except CandidateFailed as exc:
             proc.close()
