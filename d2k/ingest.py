@@ -21,7 +21,7 @@ import duckdb
 
 from d2k.content import Benchmark
 from d2k.errors import D2KError
-from d2k.solutions import Solution, sha256
+from d2k.solutions import COMPILED_PREFIX, Solution, sha256
 from d2k.store import Store, _ts
 
 RECORD_TYPES = ("environment", "solution", "evaluation", "calibration", "sandbox")
@@ -101,7 +101,8 @@ SCHEMAS: dict[str, dict[str, tuple]] = {
 }
 # what two rows of the same eval_id must agree on to be the same measurement
 EVAL_IDENTITY = ("run_id", "solution_id", "workload_id", "env_id", "status", "median_ms", "n_samples")
-SOLUTION_ID_PREFIX = {"file": "", "reference": "reference:", "compiled": "compiled:"}
+# what a solution's id may hash before its source, by kind (d2k.solutions)
+SOLUTION_ID_PREFIXES = {"file": ("",), "reference": ("reference:",), "compiled": tuple(COMPILED_PREFIX.values())}
 
 
 def _json_type(value) -> str:
@@ -152,8 +153,8 @@ def check_record(record: dict, where: str) -> str:
         if not _unicode_ok(value):
             raise D2KError(f"{where}: {kind}.{name}: text with an unpaired surrogate (not valid Unicode)")
     if kind == "solution":
-        prefix = SOLUTION_ID_PREFIX.get(record["kind"])
-        if prefix is not None and record["solution_id"] != sha256(prefix + record["source"]):
+        prefixes = SOLUTION_ID_PREFIXES.get(record["kind"])
+        if prefixes is not None and record["solution_id"] not in {sha256(p + record["source"]) for p in prefixes}:
             raise D2KError(f"{where}: solution.solution_id: not the sha256 of its source (an edited or forged record)")
     if kind == "calibration":
         env_id = record["env"].get("env_id")

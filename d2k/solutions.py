@@ -21,6 +21,11 @@ class Solution:
     source: str
 
 
+# what a compiled solution's id hashes before its source: a static compile, or a dynamic-shape one
+# (performance.compile_dynamic); ingest accepts either
+COMPILED_PREFIX = {False: "compiled:", True: "compiled:dynamic:"}
+
+
 def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
@@ -40,8 +45,8 @@ def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
         path = _eager_path(bench, task_id)
         source = path.read_text(encoding="utf-8")
         # a dynamic-shape compile is another solution than a static one of the same file
-        tag = "compiled:dynamic:" if compile_dynamic(bench, task_id) else "compiled:"
-        return Solution(sha256(tag + source), task_id, "compiled", "compiled", path, source)
+        prefix = COMPILED_PREFIX[compile_dynamic(bench, task_id)]
+        return Solution(sha256(prefix + source), task_id, "compiled", "compiled", path, source)
     if name in ("expert", "naive"):
         path = task_dir / f"{name}.py"
         if not path.is_file():

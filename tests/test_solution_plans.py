@@ -52,6 +52,32 @@ def test_a_task_can_compile_its_reference_with_dynamic_shapes(root):
     assert job(resolve(bench, "fused_moe_experts", "reference"))["compile_dynamic"] is False
 
 
+def test_ingest_takes_a_dynamic_compiled_solution_and_still_refuses_an_edited_one(root):
+    """A results file from a GPU node names the dynamic compile by its own id: ingest's check that
+    an id is the sha256 of its source accepts either compile's prefix, and nothing else."""
+    import pytest
+
+    from d2k.content import Benchmark
+    from d2k.errors import D2KError
+    from d2k.ingest import check_record
+    from d2k.solutions import resolve, sha256
+    from d2k.sweep import solution_payload
+
+    bench = Benchmark.load(root, only=["rmsnorm", "fused_moe_experts"])
+    for task in ("rmsnorm", "fused_moe_experts"):
+        record = {"record": "solution", **solution_payload(resolve(bench, task, "compiled"))}
+        assert check_record(record, "results.jsonl:1") == "solution"
+        edited = {**record, "source": record["source"] + "# faster\n"}
+        with pytest.raises(D2KError, match="not the sha256 of its source"):
+            check_record(edited, "results.jsonl:1")
+    # the prefixes are a compiled solution's only: a file's id hashes its source alone
+    moe = resolve(bench, "fused_moe_experts", "compiled")
+    as_file = {"record": "solution", **solution_payload(moe), "kind": "file"}
+    with pytest.raises(D2KError, match="not the sha256 of its source"):
+        check_record(as_file, "results.jsonl:1")
+    assert sha256(moe.source) != moe.solution_id
+
+
 def test_a_dynamic_compile_does_not_recompile_for_new_counts(tmp_path):
     """The candidate's loader honours compile_dynamic: a reference that loops on the host over
     counts read from its input compiles once with dynamic shapes and more than once without (the
