@@ -8,14 +8,25 @@ say so after a run, one line per evaluation, only for passed GPU records.
 
 from __future__ import annotations
 
-# the span outside the kernels is worth a note above this share of the span and this many ms
-# (kernel start-up between back-to-back launches is ~1 us a kernel: below the floor on any real call)
+import math
+
+# the span outside the kernels is worth a note above this share of the span and this many ms.
+# Kernel start-up between back-to-back launches is ~1 us a kernel, so a call of a dozen or more
+# short kernels can cross both with no idle host at all: the note says what the gap may be.
 OUTSIDE_SHARE = 0.05
 OUTSIDE_FLOOR_MS = 0.010
 
 
 def _number(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A finite float from a JSON number, else None (the timing fields come from the candidate's
+    process: a huge integer or a non-number must not break the run's log)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def timing_notes(record: dict) -> list[str]:
@@ -34,10 +45,11 @@ def timing_notes(record: dict) -> list[str]:
         notes.append("the call waits for the device mid-call (a host read of a device value, such as "
                      ".tolist() or .item()): timed by events, so its figure includes the host's work after the read")
     late = flags.get("host_late") if isinstance(flags.get("host_late"), dict) else None
-    if late and _number(late.get("calls")):
+    calls = _number(late.get("calls")) if late else None
+    if calls:
         hold, worst = _number(timing.get("hold_us")), _number(late.get("worst_us"))
         of = _number(late.get("of"))
-        notes.append(f"{late['calls']:.0f}{f' of {of:.0f}' if of else ''} timed calls were issued more slowly than "
+        notes.append(f"{calls:.0f}{f' of {of:.0f}' if of else ''} timed calls were issued more slowly than "
                      f"the {f'{hold:.0f}-us ' if hold else ''}stream hold"
                      f"{f' (worst {worst:.0f} us late)' if worst is not None else ''}: "
                      f"their event windows may include host time")
@@ -45,6 +57,6 @@ def timing_notes(record: dict) -> list[str]:
     if span and kernels is not None and span - kernels > max(OUTSIDE_SHARE * span, OUTSIDE_FLOOR_MS):
         outside = span - kernels
         notes.append(f"{outside * 1e3:.0f} us of its {span * 1e3:.0f}-us device span ({outside / span:.0%}) is "
-                     f"outside its kernels: copies, sets, or the GPU idle between launches (a host-bound or "
-                     f"synchronising call); the span counts it")
+                     f"outside its kernels: copies, sets, kernel start-ups (~1 us each) or the GPU idle between "
+                     f"launches (a host-bound or synchronising call); the span counts it")
     return notes

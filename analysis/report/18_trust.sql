@@ -4,7 +4,8 @@
 -- (their warnings). SECURITY.md says what each means. Beside them, the passed figures that hold
 -- more than the solution's kernels, as `d2k bench` notes them (d2k/timing_notes.py, same
 -- thresholds): calls that wait for the device mid-call, and device spans over 5 % (and 10 µs)
--- outside their kernels.
+-- outside their kernels. Those two rest on the timing loop's own report from the candidate's
+-- process: a row says what the figure holds; a missing row vouches for nothing.
 SELECT kind, run_id, task_id, solution, workload_id, backend, detail FROM (
     SELECT 1 AS k, 'kernel-less solution' AS kind, run_id, task_id, solution, workload_id, backend,
            'no kernel of its own was launched' AS detail

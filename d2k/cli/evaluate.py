@@ -47,14 +47,21 @@ def _summary(store, env: dict, solution_ids: list[str], per_workload: bool) -> N
 TIMING_NOTES_SHOWN = 12   # lines; the rest are in the store (flags, timing)
 
 
-def _print_timing_notes(records: list[dict]) -> None:
+def _print_timing_notes(records: list[dict], eager_labels: dict[str, str] | None = None) -> None:
     """After a GPU run, what each passed figure holds besides the solution's kernels (d2k.timing_notes).
-    The eager reference is left out: its launch gaps and host reads are PyTorch's, expected, and
-    would crowd out the solutions' notes (the report's trust section lists every record's)."""
+    The task's eager figure is left out (the reference, or the stand-in baseline ``eager_labels``
+    names for its task): its launch gaps and host reads are PyTorch's, expected, and would crowd
+    out the solutions' notes (the report's trust section lists every record's). ``compiled`` keeps
+    its notes: it is a baseline a solution is compared with."""
     from d2k.timing_notes import timing_notes
 
+    eager_labels = eager_labels or {}
+
+    def eager(r: dict) -> bool:
+        return r.get("solution") in ("reference", eager_labels.get(r.get("task_id")))
+
     lines = [f"{r['task_id']} · {one_line(r['solution'])} · {r['workload_id']}: {note}"
-             for r in records if r.get("solution") != "reference" for note in timing_notes(r)]
+             for r in records if not eager(r) for note in timing_notes(r)]
     for line in lines[:TIMING_NOTES_SHOWN]:
         common.err_console.print(f"note: {line}", markup=False, highlight=False, soft_wrap=True)
     if len(lines) > TIMING_NOTES_SHOWN:
@@ -93,7 +100,9 @@ def _run(bench_content, plans, backend: str, command: str, args: dict, db, force
                                  + escape(f"{r['task_id']} · {one_line(r['solution'])} · {r['workload_id']}: "
                                           f"{one_line(r.get('reason'))}"),
                                  highlight=False, soft_wrap=True)
-    _print_timing_notes(result.records)
+    from d2k.solutions import eager
+
+    _print_timing_notes(result.records, {t: eager(bench_content, t).label for t in {p.solution.task_id for p in plans}})
     _summary(store, result.env, sorted({p.solution.solution_id for p in plans}), per_workload)
     common.err_console.print(f"run {result.run_id}: results in {result.results_path}, store {store.path}",
                              markup=False, highlight=False)

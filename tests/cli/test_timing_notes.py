@@ -59,6 +59,24 @@ def test_a_record_read_back_with_odd_json_does_not_break_the_notes():
     assert timing_notes(odd) == []
 
 
+def test_huge_or_non_finite_numbers_from_the_candidate_do_not_break_the_notes():
+    """The timing fields come from the candidate's process and JSON has integers of any size: a
+    401-digit count once raised OverflowError after the run was stored (review, session 26)."""
+    huge = 10 ** 400
+    forged = {**BASE, "workload_id": "w", "span_median_ms": huge, "kernel_sum_median_ms": 1.0,
+              "timing": {"profiler_slowed": huge, "hold_us": huge},
+              "flags": {"host_late": {"calls": huge, "of": huge, "worst_us": float("inf")}}}
+    notes = timing_notes(forged)
+    # the flag still shows; the numbers that cannot be read are left out, not invented
+    assert notes == ["the profiler slowed the call 0.00x (its host work bounds it): timed by events without the "
+                     "profiler, host work included"]
+    assert timing_notes({**forged, "timing": {"waits_for_device": True},
+                         "flags": {"host_late": {"calls": 3, "of": huge, "worst_us": float("nan")}}}) == [
+        "the call waits for the device mid-call (a host read of a device value, such as .tolist() or .item()): timed "
+        "by events, so its figure includes the host's work after the read",
+        "3 timed calls were issued more slowly than the stream hold: their event windows may include host time"]
+
+
 def test_the_run_prints_the_notes_and_bounds_them(monkeypatch):
     console = Console(record=True, width=400, force_terminal=False)
     monkeypatch.setattr(common, "err_console", console)
@@ -78,3 +96,18 @@ def test_the_eager_reference_gets_no_console_note(monkeypatch):
     monkeypatch.setattr(common, "err_console", console)
     evaluate._print_timing_notes([{**WAITS, "solution": "reference"}])
     assert console.export_text().strip() == ""
+
+
+def test_an_eager_stand_in_gets_no_console_note_but_compiled_does(monkeypatch):
+    """gdn_chunk_prefill's eager figure is a baseline (performance.eager_stand_in): it is left out
+    like a reference; the same baseline label on another task, and compiled, keep their notes."""
+    console = Console(record=True, width=400, force_terminal=False)
+    monkeypatch.setattr(common, "err_console", console)
+    stand_in = {**WAITS, "solution": "baseline:chunked_torch"}
+    evaluate._print_timing_notes([stand_in, {**WAITS, "solution": "compiled"},
+                                  {**stand_in, "task_id": "mamba2_ssd_chunked"}],
+                                 {"gdn_chunk_prefill": "baseline:chunked_torch", "mamba2_ssd_chunked": "reference"})
+    lines = console.export_text().strip().splitlines()
+    assert [": ".join(line.split(": ")[:2]) for line in lines] == [
+        "note: gdn_chunk_prefill · compiled · gdn_prefill_qk8_v16_d128_k_last_1x8192"] * 2 + [
+        "note: mamba2_ssd_chunked · baseline:chunked_torch · gdn_prefill_qk8_v16_d128_k_last_1x8192"] * 2
