@@ -78,14 +78,20 @@ def test_ingest_takes_a_dynamic_compiled_solution_and_still_refuses_an_edited_on
     assert sha256(moe.source) != moe.solution_id
 
 
-def test_a_dynamic_compile_does_not_recompile_for_new_counts(tmp_path):
-    """The candidate's loader honours compile_dynamic: a reference that loops on the host over
-    counts read from its input compiles once with dynamic shapes and more than once without (the
-    shape of fused_moe_experts' reference, whose static compile recompiled on every routing)."""
+def test_a_dynamic_compile_does_not_recompile_for_new_counts(root, tmp_path):
+    """From the task to the candidate's loader: the evaluation job of fused_moe_experts' compiled
+    solution becomes a load command (worker.load_request) under which a reference that loops on the
+    host over counts read from its input compiles once; rmsnorm's (a static compile) compiles it more
+    than once (the shape of fused_moe_experts' reference, whose static compile recompiled on every
+    routing). The reference is a small stand-in: the real one takes minutes to compile on a CPU."""
     import torch
     from torch._dynamo.utils import counters
 
+    from d2k.content import Benchmark
     from d2k.execution.candidate import _load
+    from d2k.execution.worker import load_request
+    from d2k.job_payload import evaluation_job
+    from d2k.solutions import resolve
 
     path = tmp_path / "reference.py"
     path.write_text(
@@ -99,16 +105,20 @@ def test_a_dynamic_compile_does_not_recompile_for_new_counts(tmp_path):
         "        parts.append(x[start:start + n].sum(0) * 2)\n"
         "        start += n\n"
         "    return torch.stack(parts)\n")
+    bench = Benchmark.load(root, only=["rmsnorm", "fused_moe_experts"])
     graphs = {}
-    for dynamic in (True, False):
+    for task in ("fused_moe_experts", "rmsnorm"):
+        job = evaluation_job(bench, resolve(bench, task, "compiled"), [], "interpreter", "/dev/null")
+        command = load_request(job, str(path))
+        assert command["kind"] == "compiled"
         torch._dynamo.reset()
         counters.clear()
-        fn, _ = _load(str(path), "run", "compiled", dynamic)
+        fn, _ = _load(command)
         for counts in ([3, 5, 2, 6], [4, 4, 3, 5], [2, 7, 4, 3]):
             x = torch.randn(16, 8)
             ids = torch.repeat_interleave(torch.arange(4), torch.tensor(counts))
             expected = torch.stack([part.sum(0) * 2 for part in torch.split(x, counts)])
             assert torch.allclose(fn(x, ids), expected)
-        graphs[dynamic] = counters["stats"]["unique_graphs"]
+        graphs[task] = counters["stats"]["unique_graphs"]
     torch._dynamo.reset()
-    assert graphs[True] == 1 and graphs[False] > 1, graphs
+    assert graphs["fused_moe_experts"] == 1 and graphs["rmsnorm"] > 1, graphs

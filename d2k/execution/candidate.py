@@ -77,7 +77,11 @@ def _file_id(fd: int) -> tuple:
     return st.st_dev, st.st_ino
 
 
-def _load(path: str, entry_point: str, kind: str, compile_dynamic: bool = False):
+def _load(cmd: dict):
+    """The solution's callable and module, as the worker's ``load`` command (worker.load_request)
+    describes them: its file, entry point and kind, and for a compiled one whether its compile has
+    dynamic shapes."""
+    path, entry_point, kind = cmd["path"], cmd.get("entry_point", "run"), cmd.get("kind", "file")
     spec = importlib.util.spec_from_file_location("d2k_solution", path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {os.path.basename(path)}")
@@ -91,7 +95,7 @@ def _load(path: str, entry_point: str, kind: str, compile_dynamic: bool = False)
         # dynamic shapes where the task asks (a static compile of a host loop over data-dependent
         # counts recompiles on every new routing)
         fn = module.reference if hasattr(module, "reference") else module.run
-        return torch.compile(fn, dynamic=True if compile_dynamic else None), module
+        return torch.compile(fn, dynamic=True if cmd.get("compile_dynamic") else None), module
     if kind == "reference":
         return module.reference, module  # the reference timed as a baseline (it is checked against nothing)
     fn = getattr(module, entry_point, None)
@@ -257,8 +261,7 @@ class Candidate:
         # the instance had the timer read a scaled clock and the copies fixed after the keep
         # decision (round 3 of the 2026-12-05 red team: candidate_guard_shadow.py, ..._outputs_...)
         self.guard.freeze(self, mutable=("last_inputs", "fn"))
-        self.fn, module = _load(cmd["path"], cmd.get("entry_point", "run"), cmd.get("kind", "file"),
-                                bool(cmd.get("compile_dynamic")))
+        self.fn, module = _load(cmd)
         # the module object itself, not sys.modules' entry (a decoy there hid the solution's threads)
         self.threads.arm(module.__dict__, cmd["path"])
         self.guard.freeze(self.threads)  # which code counts as the solution's, and which threads were there

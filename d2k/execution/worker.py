@@ -70,6 +70,16 @@ def sign(key: bytes, payload: bytes) -> str:
     return hmac.new(key, payload, hashlib.sha256).hexdigest()
 
 
+def load_request(job: dict, solution_path: str) -> dict:
+    """The ``load`` command that has the candidate import the job's solution (candidate._load reads
+    it): its file as the sandbox sees it, entry point, kind and, for a compiled solution, whether
+    torch.compile runs with dynamic shapes."""
+    solution = job["solution"]
+    return {"op": "load", "path": solution_path, "entry_point": solution.get("entry_point", "run"),
+            "kind": solution["kind"], "compile_dynamic": bool(solution.get("compile_dynamic")),
+            "backend": job["backend"], "memory_fraction": job.get("sandbox", {}).get("gpu_memory_fraction")}
+
+
 def fresh_max_reps(settings: dict, set_bytes: int) -> int:
     """The most timed calls with a fresh draw of a ``set_bytes`` input set per call: at most
     ``FRESH_MAX_REPS``, and the draws within ``FRESH_BYTES_BUDGET``, but never under the timing
@@ -1036,7 +1046,6 @@ def _read_key() -> bytes:
 
 
 def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
-    solution = job["solution"]
     index = 0
     candidate = None
 
@@ -1071,10 +1080,7 @@ def run_evaluate(job: dict, events: Events, job_dir: Path) -> int:
         nonlocal booting
         proc, booting = booting or spawn_candidate(), None
         try:
-            proc.request({"op": "load", "path": proc.solution_path, "entry_point": solution.get("entry_point", "run"),
-                          "kind": solution["kind"], "compile_dynamic": bool(solution.get("compile_dynamic")),
-                          "backend": job["backend"],
-                          "memory_fraction": job.get("sandbox", {}).get("gpu_memory_fraction")})
+            proc.request(load_request(job, proc.solution_path))
         except CandidateFailed as exc:
             proc.close()
             raise load_failure(exc, proc.meta) from None
