@@ -397,10 +397,13 @@ class Candidate:
                         # before the clock (input_class_perturb_precompute.py, session 21's red team)
                         raise TimerTampered(f"the solution changed the type of an input to {kind.__name__}")
             self.reply({"op": "seed", "call": j})
-            answer, drawn = wire.recv(self.cmd_fd, fresh_bytes, spin_s=wire.spin_s(self.interpreter), arena=self.arena)
+            # a fresh draw is copied from the shared arena straight into the set's tensors (no
+            # private host copy first: ~1 GB a call for the largest sets); nothing keeps a view
+            answer, drawn = wire.recv(self.cmd_fd, fresh_bytes, spin_s=wire.spin_s(self.interpreter), arena=self.arena,
+                                      arena_views=bool(fresh_bytes))
             if fresh_bytes:
                 wire.refill(pristine[i], answer["fresh"], drawn)
-                del drawn
+            del drawn
             # a plain int, held in this frame only (a dict of seeds ran the __eq__ of keys a solution
             # put into it: seeds_key_eq.py)
             wire.perturb(pristine[i], names, int(answer["seed"]), j)

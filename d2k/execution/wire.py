@@ -10,6 +10,8 @@ Large blobs skip the pipe: they are written into an ``Arena``, a shared-memory f
 worker creates and the candidate inherits, and the header carries their offsets. The receiver
 copies them out before it answers and keeps no view, so nothing either side writes there later can
 change what was received; the worker never puts anything there but the candidate's own inputs.
+(A fresh draw of the inputs is copied straight from the arena into the candidate's input tensors,
+``recv(arena_views=True)`` then ``refill``, before the candidate answers: one host copy fewer.)
 
 Also here, because both sides must compute it bit for bit alike: the per-call perturbation of the
 timed inputs (see ``perturb``). Imports: the standard library, numpy and torch only.
@@ -102,14 +104,20 @@ class Arena:
             view = memoryview(blob).cast("B")
             self.map[offset:offset + len(view)] = view
 
+    def view(self, offset: int, n: int) -> torch.Tensor:
+        """The ``n`` bytes at ``offset`` as a flat uint8 host tensor that views the shared pages
+        (refused when outside the region): valid until the other side writes the arena again."""
+        if not (isinstance(offset, int) and not isinstance(offset, bool) and 0 <= offset and offset + n <= self.size):
+            raise WireError(f"arena blob at {offset!r} of {n} bytes lies outside the {self.size}-byte arena")
+        return _FROMBUFFER(self.map, dtype=torch.uint8, count=n, offset=offset) if n else torch.empty(0, dtype=torch.uint8)
+
     def read(self, offset: int, n: int) -> torch.Tensor:
         """A private copy of ``n`` bytes at ``offset``, as a flat uint8 host tensor (refused when
         outside the region). torch copies with several threads: 3-5x a bytearray copy here."""
-        if not (isinstance(offset, int) and 0 <= offset and offset + n <= self.size):
-            raise WireError(f"arena blob at {offset!r} of {n} bytes lies outside the {self.size}-byte arena")
+        shared = self.view(offset, n)
         buf = torch.empty(n, dtype=torch.uint8)
         if n:
-            buf.copy_(_FROMBUFFER(self.map, dtype=torch.uint8, count=n, offset=offset))
+            buf.copy_(shared)
         return buf
 
     def close(self) -> None:
@@ -180,11 +188,14 @@ def wait_readable(fd: int, spin_s: float) -> None:
             return
 
 
-def recv(fd: int, max_bytes: int, spin_s: float = 0.0, arena: Arena | None = None) -> tuple[dict, list]:
+def recv(fd: int, max_bytes: int, spin_s: float = 0.0, arena: Arena | None = None,
+         arena_views: bool = False) -> tuple[dict, list]:
     """One frame; ``max_bytes`` bounds the blobs' total size (a larger claim is refused unread).
     ``spin_s`` > 0 busy-polls that long for the frame before blocking (see ``wait_readable``).
     Blobs are bytearrays, or, when sent through the ``arena``, private uint8 host tensors copied
-    out of it."""
+    out of it; with ``arena_views``, uint8 tensors that view the arena itself, which the caller
+    copies where they go and drops before it sends anything (the other side writes the arena only
+    after that)."""
     if spin_s > 0:
         wait_readable(fd, spin_s)
     (size,) = struct.unpack(">I", bytes(_read_exact(fd, 4)))
@@ -206,7 +217,8 @@ def recv(fd: int, max_bytes: int, spin_s: float = 0.0, arena: Arena | None = Non
         return header, [_read_exact(fd, s) for s in sizes]
     if arena is None or not isinstance(offsets, list) or len(offsets) != len(sizes):
         raise WireError("arena offsets without an arena, or not one per blob")
-    return header, [arena.read(o, s) for o, s in zip(offsets, sizes, strict=True)]
+    take = arena.view if arena_views else arena.read
+    return header, [take(o, s) for o, s in zip(offsets, sizes, strict=True)]
 
 
 # -- tensors ---------------------------------------------------------------------------------------

@@ -36,6 +36,41 @@ def test_a_large_frame_goes_through_the_arena_and_arrives_intact(channel):
     assert torch.equal(out["x"], x)
 
 
+def test_a_fresh_draw_is_refilled_straight_from_the_arena(channel):
+    """recv(arena_views=True) hands back views of the shared pages (no private copy), and refill
+    copies them into the set's own tensors: once refilled, later writes to the arena change
+    nothing the candidate holds."""
+    r, w, arena = channel
+    old = {"x": torch.zeros(512, 1024), "y": torch.zeros(10, dtype=torch.int32), "eps": 1e-6}
+    held = old["x"]
+    draw = {"x": torch.randn(512, 1024), "y": torch.arange(10, dtype=torch.int32), "eps": 1e-6}
+    metas, blobs = wire.pack(draw)
+    wire.send(w, {"seed": 7, "fresh": metas}, blobs, arena=arena)
+    header, got = wire.recv(r, 1 << 30, arena=arena, arena_views=True)
+    assert len(got) == 2 and all(isinstance(b, torch.Tensor) for b in got)
+    # views: what the other side writes to the arena shows through them
+    first = bytes(arena.map[header["arena"][1]:header["arena"][1] + 4])
+    arena.map[header["arena"][1]:header["arena"][1] + 4] = b"\x2a\x00\x00\x00"
+    assert int(got[1].view(torch.int32)[0]) == 42
+    arena.map[header["arena"][1]:header["arena"][1] + 4] = first
+    wire.refill(old, header["fresh"], got)
+    del got
+    assert old["x"] is held and torch.equal(old["x"], draw["x"]) and torch.equal(old["y"], draw["y"])
+    arena.map[0:4096] = b"\xff" * 4096
+    assert torch.equal(old["x"], draw["x"])
+
+
+def test_arena_views_outside_the_arena_are_refused(channel):
+    import json
+    import struct
+
+    r, w, arena = channel
+    raw = json.dumps({"blobs": [4096], "arena": [(8 << 20) - 100]}).encode()
+    os.write(w, struct.pack(">I", len(raw)) + raw)
+    with pytest.raises(wire.WireError, match="outside"):
+        wire.recv(r, 1 << 30, arena=arena, arena_views=True)
+
+
 def test_a_small_frame_uses_the_pipe(channel):
     r, w, arena = channel
     metas, blobs = wire.pack({"y": torch.ones(4)})
