@@ -802,8 +802,9 @@ class Checker:
         phases). The phases split the round trip on this clock (``send``: writing the seed;
         ``wait``: until the reply can be read, the candidate's part, which starts inside ``send``
         when this process loses its core right after the write; ``read``: taking the reply and
-        copying its outputs out) and add the candidate's own report of its part (``cand_call``,
-        ``cand_sync``, ``cand_pack``: diagnosis only, its clock is its own)."""
+        copying its outputs out; ``send_wait``: the two together) and add the candidate's own report
+        of its part (``cand_call``, ``cand_sync``, ``cand_pack`` and their sum ``cand_total``:
+        diagnosis only, the candidate's process says it)."""
         started = time.perf_counter()
         proc.send({"seed": seed})
         sent = time.perf_counter()
@@ -816,10 +817,13 @@ class Checker:
         if reply.get("call") != j:
             raise CheckFailed(f"trusted batch: call {j}'s outputs were due, not {str(reply)[:80]}: the batch loop "
                               "was replaced")
-        phases = {"send": sent - started, "wait": ready - sent, "read": ended - ready}
+        # send_wait and cand_total per call: the medians of the parts do not add up (a call whose
+        # time fell in its send and another whose fell in its wait), the median of the sums does
+        phases = {"send": sent - started, "wait": ready - sent, "read": ended - ready, "send_wait": ready - started}
         told = reply.get("phases_us")
         if isinstance(told, list) and len(told) == 3 and all(type(v) in (int, float) and math.isfinite(v) for v in told):
             phases.update({f"cand_{k}": v / 1e6 for k, v in zip(("call", "sync", "pack"), told)})
+            phases["cand_total"] = sum(told) / 1e6
         return ended - started, reply, out, phases
 
     def batch_close(self, proc: CandidateProcess) -> None:

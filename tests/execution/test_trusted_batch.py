@@ -165,15 +165,17 @@ def test_honest_solutions_pass_with_the_batch_and_understated_ones_are_caught(tm
     assert len(tb["samples_ms"]) == len(tb["null_samples_ms"]) == 60
     assert min(tb["calls_alone"].values()) >= 54, tb["calls_alone"]
     # where the warm round trips' time went, per side: the trusted clock's three parts, and the
-    # candidate's own report of its part, which fits inside the send and the wait that hold it (in
-    # the send when this process lost its core while writing the seed: on CI's two shared cores the
-    # median wait was once 4 us against a 177-us call)
+    # candidate's own report of its part, which fits inside the send and the wait that hold it in
+    # every call (in the send when this process lost its core while writing the seed: on CI's two
+    # shared cores the median wait was once 4 us against a 177-us call). So the median of the
+    # per-call sums is ordered too; the sum of the parts' medians is not (a run under load once had
+    # 0.05 ms more than it)
     for side in ("solution", "null"):
         phases = tb["phases_ms"][side]
-        assert set(phases) == {"send", "wait", "read", "cand_call", "cand_sync", "cand_pack"}, phases
+        assert set(phases) == {"send", "wait", "read", "send_wait", "cand_call", "cand_sync", "cand_pack",
+                               "cand_total"}, phases
         assert all(v >= 0 for v in phases.values()), phases
-        told = phases["cand_call"] + phases["cand_sync"] + phases["cand_pack"]
-        assert told <= (phases["send"] + phases["wait"]) * 1.05 + 0.05, phases
+        assert phases["cand_total"] <= phases["send_wait"] + 1e-4, phases   # 1e-4: the medians' rounding
     assert tb["phases_ms"]["solution"]["cand_call"] > tb["phases_ms"]["null"]["cand_call"]   # only one computes
     # rebinding t0 through ctypes passes the in-process checks (open in SECURITY.md)
     assert rebind["status"] == "timing_suspect", (rebind["status"], rebind["reason"], rebind["timing"].get("trusted_batch"))
