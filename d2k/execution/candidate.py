@@ -81,7 +81,9 @@ def _load(cmd: dict):
     """The solution's callable and module, as the worker's ``load`` command (worker.load_request)
     describes them: its file, entry point and kind, and for a compiled one whether its compile has
     dynamic shapes."""
+    # every field read before the module's code runs
     path, entry_point, kind = cmd["path"], cmd.get("entry_point", "run"), cmd.get("kind", "file")
+    dynamic = True if cmd.get("compile_dynamic") else None
     spec = importlib.util.spec_from_file_location("d2k_solution", path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {os.path.basename(path)}")
@@ -95,7 +97,7 @@ def _load(cmd: dict):
         # dynamic shapes where the task asks (a static compile of a host loop over data-dependent
         # counts recompiles on every new routing)
         fn = module.reference if hasattr(module, "reference") else module.run
-        return torch.compile(fn, dynamic=True if cmd.get("compile_dynamic") else None), module
+        return torch.compile(fn, dynamic=dynamic), module
     if kind == "reference":
         return module.reference, module  # the reference timed as a baseline (it is checked against nothing)
     fn = getattr(module, entry_point, None)

@@ -106,10 +106,14 @@ class Arena:
 
     def view(self, offset: int, n: int) -> torch.Tensor:
         """The ``n`` bytes at ``offset`` as a flat uint8 host tensor that views the shared pages
-        (refused when outside the region): valid until the other side writes the arena again."""
-        if not (isinstance(offset, int) and not isinstance(offset, bool) and 0 <= offset and offset + n <= self.size):
-            raise WireError(f"arena blob at {offset!r} of {n} bytes lies outside the {self.size}-byte arena")
-        return _FROMBUFFER(self.map, dtype=torch.uint8, count=n, offset=offset) if n else torch.empty(0, dtype=torch.uint8)
+        (refused when outside the region): valid until the other side writes the arena again. The
+        view holds an export of the mapping, so ``close`` leaves the mapping to the process while
+        a view lives (a view of a closed mapping would read unmapped memory)."""
+        if not (type(offset) is int and type(n) is int and 0 <= offset and 0 <= n and offset + n <= self.size):
+            raise WireError(f"arena blob at {offset!r} of {n!r} bytes lies outside the {self.size}-byte arena")
+        if not n:
+            return torch.empty(0, dtype=torch.uint8)
+        return _FROMBUFFER(memoryview(self.map), dtype=torch.uint8, count=n, offset=offset)
 
     def read(self, offset: int, n: int) -> torch.Tensor:
         """A private copy of ``n`` bytes at ``offset``, as a flat uint8 host tensor (refused when
@@ -208,7 +212,7 @@ def recv(fd: int, max_bytes: int, spin_s: float = 0.0, arena: Arena | None = Non
     if not isinstance(header, dict):
         raise WireError("header is not an object")
     sizes = header.get("blobs", [])
-    if not isinstance(sizes, list) or not all(isinstance(s, int) and s >= 0 for s in sizes):
+    if not isinstance(sizes, list) or not all(type(s) is int and s >= 0 for s in sizes):   # a JSON true is no size
         raise WireError("blob sizes are not a list of non-negative integers")
     if sum(sizes) > max_bytes:
         raise WireError(f"{sum(sizes)} bytes of tensors announced, more than the {max_bytes} allowed")

@@ -71,6 +71,28 @@ def test_arena_views_outside_the_arena_are_refused(channel):
         wire.recv(r, 1 << 30, arena=arena, arena_views=True)
 
 
+def test_a_view_is_bounded_and_keeps_its_pages_mapped(channel):
+    _, _, arena = channel
+    for offset, n in ((10, -1), (0, True), (True, 16), (0, (8 << 20) + 1), (4096.0, 16)):
+        with pytest.raises(wire.WireError, match="outside"):
+            arena.view(offset, n)
+    arena.map[0:4] = b"\x01\x02\x03\x04"
+    view = arena.view(0, 4)
+    arena.close()   # a live view keeps the mapping (its pages go with the process)
+    assert view.tolist() == [1, 2, 3, 4]
+
+
+def test_a_frame_whose_sizes_are_not_integers_is_refused(channel):
+    import json
+    import struct
+
+    r, w, arena = channel
+    raw = json.dumps({"blobs": [True], "arena": [0]}).encode()   # JSON true is no size
+    os.write(w, struct.pack(">I", len(raw)) + raw)
+    with pytest.raises(wire.WireError, match="sizes"):
+        wire.recv(r, 1 << 30, arena=arena)
+
+
 def test_a_small_frame_uses_the_pipe(channel):
     r, w, arena = channel
     metas, blobs = wire.pack({"y": torch.ones(4)})
@@ -159,6 +181,38 @@ def test_an_evaluation_with_large_tensors_crosses_through_the_arena(tmp_path):
     # inputs (2 MiB of x) out, outputs (2 MiB of y per checked call) back: all through the arena
     assert sent["arena"] >= 2 * (2 << 20), sent
     assert sent["pipe"] < (1 << 20), sent
+
+
+def test_fresh_draws_cross_through_the_arena_and_are_refilled_from_it(tmp_path):
+    """End to end under the interpreter: softmax_vocab draws fresh inputs for every timed call; a set
+    of 1.3 MB (over ARENA_MIN_BYTES) goes through the shared memory each time and the candidate
+    refills its tensors straight from it (recv with arena_views). The check replays the calls' draws
+    from their seeds, so a refill that got the bytes wrong would fail the evaluation."""
+    from d2k.content import Benchmark
+    from d2k.schema import Workload
+    from d2k.solutions import resolve
+    from d2k.store import Store
+    from d2k.supervisor import Limits
+    from d2k.sweep import Plan, run_sweep
+
+    bench = Benchmark.load(only=["softmax_vocab"])
+    big = Workload(id="softmax_vocab_arena_m32_n20011", task="softmax_vocab", tag="smoke", axes={"M": 32, "N": 20011},
+                   dtypes={"dtype": "bfloat16"}, seed=7)
+    set_bytes = 32 * 20011 * 2
+    assert set_bytes > wire.ARENA_MIN_BYTES
+    solution = tmp_path / "torch_softmax.py"
+    solution.write_text("import torch\n\ndef run(x):\n    return torch.softmax(x.float(), -1)\n")
+    store = Store(tmp_path / "fresh_arena.duckdb")
+    result = run_sweep(bench, store, [Plan(resolve(bench, "softmax_vocab", str(solution)), [big])], "interpreter",
+                       "test", {}, limits=Limits(per_workload_s=120))
+    store.close()
+    (record,) = result.records
+    assert record["status"] == "passed", record["reason"]
+    timing = record["timing"]
+    assert timing["fresh_inputs"] is True
+    # at least one fresh draw per timed call went through the arena
+    assert timing["wire_bytes"]["arena"] >= len(record["samples_ms"]) * set_bytes, (timing["wire_bytes"],
+                                                                                   len(record["samples_ms"]))
 
 
 def test_the_arena_cannot_be_shrunk_or_grown_by_whoever_holds_it():
