@@ -6,7 +6,7 @@ import os
 
 from d2k.content import Benchmark
 from d2k.schema import Workload
-from d2k.solutions import Solution
+from d2k.solutions import Solution, compile_dynamic
 
 DEFAULT_TIMING = {
     "warmup_ms": 25.0,        # warm-up by time, after the first (compiling) call
@@ -225,7 +225,7 @@ def evaluation_job(
             # team G, session 21)
             "source": solution.source,
             # torch.compile's dynamic= for a compiled solution (the task's performance.compile_dynamic)
-            "compile_dynamic": solution.kind == "compiled" and bench.task(solution.task_id).performance.compile_dynamic,
+            "compile_dynamic": solution.kind == "compiled" and compile_dynamic(bench, solution.task_id),
         },
         "workloads": [workload_payload(w) for w in workloads],
         "check": check,
