@@ -83,8 +83,10 @@
 # reference recompiles on every routing and exceeds the 240-s limit) and gdnprof ran; see
 # benchmarks/studies/2026-12-05-session25-h100. Next: `PARTS="roof w4loads"` (issue 15's open target),
 # then `PARTS=gdnsf` (with fla-core), then `PARTS=gdntinv`, then `PARTS="moe cmla"`.
-# Session 26 (2026-12-05) had no device time left (CPU only). Its one new part to run: `PARTS=cmoe`
-# after the four above (the dynamic-shape compile; a CPU probe compiled once at T = 512, E = 128).
+# Session 26 (2026-12-05) had no device time left (CPU only). Its new parts to run after the four
+# above: `PARTS=cmoe` (the dynamic-shape compile; a CPU probe compiled once at T = 512, E = 128),
+# and `FRESH_TASKS=cross_entropy_fwd_bwd PARTS=fresh` (a fresh draw now goes from the arena straight
+# into the set: session 24's llama3 v128256 n4096 expert evaluation took 23.3 s for 10 timed calls).
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
