@@ -417,6 +417,17 @@ def malformed_timing(timing: dict, settings: dict | None = None) -> str | None:
         return "the timing reported a malformed span_lead_gap_us: the timing loop was replaced"
     if type(timing.get("triton_launches", 0)) is not int:
         return "the timing reported a malformed triton_launches: the timing loop was replaced"
+    # the CUDA loop's diagnostics, which flags, notes and the report read: a count, finite numbers
+    # (the profiler's slow-down may be absent), a yes or no
+    # (a count of timed calls: a loop makes thousands at most, and the flag stores it as JSON)
+    if "late_calls" in timing and not (type(timing["late_calls"]) is int and 0 <= timing["late_calls"] <= 10 ** 6):
+        return "the timing reported a malformed late_calls: the timing loop was replaced"
+    for key, optional in (("late_worst_us", False), ("hold_us", False), ("profiler_slowed", True)):
+        if key in timing and not ((optional and timing[key] is None)
+                                  or (type(timing[key]) in (int, float) and math.isfinite(timing[key]))):
+            return f"the timing reported a malformed {key}: the timing loop was replaced"
+    if "waits_for_device" in timing and type(timing["waits_for_device"]) is not bool:
+        return "the timing reported a malformed waits_for_device: the timing loop was replaced"
     return None
 
 

@@ -301,6 +301,19 @@ def test_own_kernels_on_a_gpu(names, launches, own):
     ({"samples_ms": [True]}, "samples_ms"),
     ({"samples_ms": [0.1], "kernel_sum_ms": {"0": 1.0}}, "kernel_sum_ms"),
     ({"samples_ms": [0.1], "triton_launches": "9"}, "triton_launches"),
+    # the CUDA loop's diagnostics as it writes them, and forged ones (a 401-digit count once broke
+    # the run's notes after the record was stored: review, session 26)
+    ({"samples_ms": [0.1], "late_calls": 3, "late_worst_us": 61.5, "hold_us": 25.0, "profiler_slowed": None,
+      "waits_for_device": False}, None),
+    ({"samples_ms": [0.1], "profiler_slowed": 1.4, "waits_for_device": True}, None),
+    ({"samples_ms": [0.1], "late_calls": 10 ** 400}, "late_calls"),
+    ({"samples_ms": [0.1], "late_calls": -1}, "late_calls"),
+    ({"samples_ms": [0.1], "late_calls": True}, "late_calls"),
+    ({"samples_ms": [0.1], "late_worst_us": float("inf")}, "late_worst_us"),
+    ({"samples_ms": [0.1], "hold_us": "25"}, "hold_us"),
+    ({"samples_ms": [0.1], "hold_us": None}, "hold_us"),
+    ({"samples_ms": [0.1], "profiler_slowed": "fast"}, "profiler_slowed"),
+    ({"samples_ms": [0.1], "waits_for_device": 0}, "waits_for_device"),
 ])
 def test_a_timing_reply_whose_numbers_are_not_numbers_fails_on_the_trusted_side(timing, malformed):
     from d2k.execution.worker import malformed_timing
