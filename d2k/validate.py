@@ -51,8 +51,7 @@ def _input_name_lists(path: Path) -> list[tuple[str, list | str]]:
             try:
                 value = ast.literal_eval(node.value)
             except ValueError:
-                found.append((node.targets[0].id, "must be a literal set, tuple or list of input names"))
-                continue
+                value = None   # not a literal
             if not isinstance(value, (set, tuple, list, frozenset)) or not all(isinstance(v, str) for v in value):
                 found.append((node.targets[0].id, "must be a literal set, tuple or list of input names"))
             else:

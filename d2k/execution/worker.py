@@ -394,8 +394,6 @@ def malformed_timing(timing: dict, settings: dict | None = None) -> str | None:
     """What in a timing reply is not the numbers the timing loop makes (the reply comes from the
     candidate's process: a rewritten one must fail here, not crash the parent's statistics). A
     device span the job did not ask for is one: the parent would take it as the figure."""
-    import math
-
     if "trusted_batch" in timing:
         return "the timing reported a trusted batch, which only the trusted side measures: the timing loop was replaced"
     if settings is not None and not settings.get("device_span"):
