@@ -155,28 +155,36 @@ def test_a_bool_and_an_fp8_tensor_cross_bit_for_bit(channel):
     assert torch.equal(out["f8"].view(torch.uint8), f8.view(torch.uint8))
 
 
-def test_an_evaluation_with_large_tensors_crosses_through_the_arena(tmp_path):
-    """End to end under the interpreter: a 2 MiB input and output go through the shared memory,
-    and the record says so (``timing.wire_bytes``)."""
+def _evaluate_one(tmp_path, workload, source: str) -> dict:
+    """One interpreter evaluation of a file solution ``source`` on ``workload``, which must pass:
+    its record."""
     from d2k.content import Benchmark
-    from d2k.schema import Workload
     from d2k.solutions import resolve
     from d2k.store import Store
     from d2k.supervisor import Limits
     from d2k.sweep import Plan, run_sweep
 
-    bench = Benchmark.load(only=["rmsnorm"])
-    big = Workload(id="rmsnorm_arena_t1024_h1024", task="rmsnorm", tag="smoke", axes={"T": 1024, "H": 1024},
-                   dtypes={"dtype": "bfloat16"}, params={"eps": 1e-6}, seed=5)
-    solution = tmp_path / "torch_rms.py"
-    solution.write_text("import torch\n\ndef run(x, w, eps):\n    xf = x.float()\n"
-                        "    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w\n")
+    bench = Benchmark.load(only=[workload.task])
+    solution = tmp_path / "solution.py"
+    solution.write_text(source)
     store = Store(tmp_path / "arena.duckdb")
-    result = run_sweep(bench, store, [Plan(resolve(bench, "rmsnorm", str(solution)), [big])], "interpreter",
+    result = run_sweep(bench, store, [Plan(resolve(bench, workload.task, str(solution)), [workload])], "interpreter",
                        "test", {}, limits=Limits(per_workload_s=120))
     store.close()
     (record,) = result.records
     assert record["status"] == "passed", record["reason"]
+    return record
+
+
+def test_an_evaluation_with_large_tensors_crosses_through_the_arena(tmp_path):
+    """End to end under the interpreter: a 2 MiB input and output go through the shared memory,
+    and the record says so (``timing.wire_bytes``)."""
+    from d2k.schema import Workload
+
+    big = Workload(id="rmsnorm_arena_t1024_h1024", task="rmsnorm", tag="smoke", axes={"T": 1024, "H": 1024},
+                   dtypes={"dtype": "bfloat16"}, params={"eps": 1e-6}, seed=5)
+    record = _evaluate_one(tmp_path, big, "import torch\n\ndef run(x, w, eps):\n    xf = x.float()\n"
+                           "    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w\n")
     sent = record["timing"]["wire_bytes"]
     # inputs (2 MiB of x) out, outputs (2 MiB of y per checked call) back: all through the arena
     assert sent["arena"] >= 2 * (2 << 20), sent
@@ -188,26 +196,13 @@ def test_fresh_draws_cross_through_the_arena_and_are_refilled_from_it(tmp_path):
     of 1.3 MB (over ARENA_MIN_BYTES) goes through the shared memory each time and the candidate
     refills its tensors straight from it (recv with arena_views). The check replays the calls' draws
     from their seeds, so a refill that got the bytes wrong would fail the evaluation."""
-    from d2k.content import Benchmark
     from d2k.schema import Workload
-    from d2k.solutions import resolve
-    from d2k.store import Store
-    from d2k.supervisor import Limits
-    from d2k.sweep import Plan, run_sweep
 
-    bench = Benchmark.load(only=["softmax_vocab"])
     big = Workload(id="softmax_vocab_arena_m32_n20011", task="softmax_vocab", tag="smoke", axes={"M": 32, "N": 20011},
                    dtypes={"dtype": "bfloat16"}, seed=7)
     set_bytes = 32 * 20011 * 2
     assert set_bytes > wire.ARENA_MIN_BYTES
-    solution = tmp_path / "torch_softmax.py"
-    solution.write_text("import torch\n\ndef run(x):\n    return torch.softmax(x.float(), -1)\n")
-    store = Store(tmp_path / "fresh_arena.duckdb")
-    result = run_sweep(bench, store, [Plan(resolve(bench, "softmax_vocab", str(solution)), [big])], "interpreter",
-                       "test", {}, limits=Limits(per_workload_s=120))
-    store.close()
-    (record,) = result.records
-    assert record["status"] == "passed", record["reason"]
+    record = _evaluate_one(tmp_path, big, "import torch\n\ndef run(x):\n    return torch.softmax(x.float(), -1)\n")
     timing = record["timing"]
     assert timing["fresh_inputs"] is True
     # at least one fresh draw per timed call went through the arena
