@@ -107,6 +107,7 @@ def test_a_dynamic_compile_does_not_recompile_for_new_counts(root, tmp_path):
         "    return torch.stack(parts)\n")
     bench = Benchmark.load(root, only=["rmsnorm", "fused_moe_experts"])
     graphs = {}
+    generator = torch.Generator().manual_seed(0)
     for task in ("fused_moe_experts", "rmsnorm"):
         job = evaluation_job(bench, resolve(bench, task, "compiled"), [], "interpreter", "/dev/null")
         command = load_request(job, str(path))
@@ -115,10 +116,12 @@ def test_a_dynamic_compile_does_not_recompile_for_new_counts(root, tmp_path):
         counters.clear()
         fn, _ = _load(command)
         for counts in ([3, 5, 2, 6], [4, 4, 3, 5], [2, 7, 4, 3]):
-            x = torch.randn(16, 8)
+            x = torch.randn(16, 8, generator=generator)
             ids = torch.repeat_interleave(torch.arange(4), torch.tensor(counts))
             expected = torch.stack([part.sum(0) * 2 for part in torch.split(x, counts)])
-            assert torch.allclose(fn(x, ids), expected)
+            # the compiled sum may add in another order: fp32 rounding of a sum of up to 7 values
+            # (a CI run once differed by 2e-5 relative on a value of 9e-3; allclose's default is 1e-5)
+            assert torch.allclose(fn(x, ids), expected, rtol=1e-4, atol=1e-6)
         graphs[task] = counters["stats"]["unique_graphs"]
     torch._dynamo.reset()
     assert graphs["fused_moe_experts"] == 1 and graphs["rmsnorm"] > 1, graphs
