@@ -30,7 +30,11 @@ Design (the op is a weight stream at M <= 16: 0.5 byte per weight is all the tra
 * M = 1 leaves the tensor cores: a CUDA-core GEMV (_w4a16_gemv_kernel) in which each thread
   dequantizes the words it loaded into fp32 registers and accumulates its own partial sums; the
   K reduction across threads happens once after the loop, split-K as above. No 16-bit weight
-  tile, no shared-memory layout change.
+  tile, no shared-memory layout change. A trip is one whole scale group: the activations come
+  as two 8-byte loads a word row, each thread chains the group's products into one unscaled
+  sum, and the scale is applied once a group and column. (Adopted from
+  benchmarks/studies/2026-12-05-w4a16-loads, `gemv_groupload`: on the H100, M = 1 went
+  30.46 -> 26.69 us in one call, 0.657 -> 0.75 of copy bandwidth.)
 * 2 <= M <= 16: the joined weight tile's rows are renamed in registers (_rows_lanes_first)
   before the dot, so its K-major store into the row-swizzled shared-memory operand hits 8
   different bank groups per 16-byte phase instead of a few; acc's rows, the scales and C follow
@@ -245,69 +249,151 @@ def _w4a16_kernel(
 
 
 @triton.jit
+def _act8_f32(a_ptr, j, BF16: tl.constexpr):
+    """The 8 activations a[8 j + i], i = 0..7, of the word rows j (a tensor of row indices), in
+    fp32, from two 8-byte loads of A viewed as int64 (eight 2-byte loads a row cost more issue
+    slots than the weights' own loads). bf16 -> fp32 is exact bit placement (bits << 16); fp16
+    (the interpreter) converts."""
+    p = a_ptr.to(tl.pointer_type(tl.int64), bitcast=True) + 2 * j
+    lo = tl.load(p)
+    hi = tl.load(p + 1)
+    x0 = lo.to(tl.int32)
+    x1 = (lo >> 32).to(tl.int32)
+    x2 = hi.to(tl.int32)
+    x3 = (hi >> 32).to(tl.int32)
+    if BF16:
+        a0 = (x0 << 16).to(tl.float32, bitcast=True)
+        a1 = (x0 & -65536).to(tl.float32, bitcast=True)
+        a2 = (x1 << 16).to(tl.float32, bitcast=True)
+        a3 = (x1 & -65536).to(tl.float32, bitcast=True)
+        a4 = (x2 << 16).to(tl.float32, bitcast=True)
+        a5 = (x2 & -65536).to(tl.float32, bitcast=True)
+        a6 = (x3 << 16).to(tl.float32, bitcast=True)
+        a7 = (x3 & -65536).to(tl.float32, bitcast=True)
+    else:
+        a0 = x0.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        a1 = (x0 >> 16).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        a2 = x1.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        a3 = (x1 >> 16).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        a4 = x2.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        a5 = (x2 >> 16).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        a6 = x3.to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        a7 = (x3 >> 16).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+    return a0, a1, a2, a3, a4, a5, a6, a7
+
+
+@triton.jit
+def _dot_row(w, a0, a1, a2, a3, a4, a5, a6, a7, accg, magic, FIRST: tl.constexpr):
+    """accg + sum_i (q_i - 8) a_i over the 8 codes of each word of w: exact q - 8 (_code_f32) and
+    one fp32 FFMA a code (FIRST: accg is not read)."""
+    # code i of a word: bits 4i..4i+3 of w (i <= 4), or bits 4(i-3).. of w >> 12 (i >= 5)
+    w_hi = w >> 12
+    if FIRST:
+        accg = _code_f32(w, 0, magic) * a0
+    else:
+        accg += _code_f32(w, 0, magic) * a0
+    accg += _code_f32(w, 1, magic) * a1
+    accg += _code_f32(w, 2, magic) * a2
+    accg += _code_f32(w, 3, magic) * a3
+    accg += _code_f32(w, 4, magic) * a4
+    accg += _code_f32(w_hi, 2, magic) * a5
+    accg += _code_f32(w_hi, 3, magic) * a6
+    accg += _code_f32(w_hi, 4, magic) * a7
+    return accg
+
+
+@triton.jit
 def _w4a16_gemv_kernel(
     a_ptr, wq_ptr, s_ptr, c_ptr, ws_ptr, count_ptr,
     N, K, magic,
-    NR: tl.constexpr, BKW: tl.constexpr, SPLIT_K: tl.constexpr, GROUP_SIZE: tl.constexpr,
+    NR: tl.constexpr, SUBS: tl.constexpr, SPLIT_K: tl.constexpr, GROUP_SIZE: tl.constexpr,
     PREFETCH: tl.constexpr,
 ):
-    """M = 1: c[n] = sum_k a[k] (q[k, n] - 8) S[k / 128, n] on the CUDA cores, fp32 throughout.
+    """M = 1: c[n] = sum_g S[g, n] sum_{k in group g} a[k] (q[k, n] - 8) on the CUDA cores, fp32.
 
     No tensor cores and no 16-bit weight tile: each thread dequantizes the words it loaded in
     registers and multiplies them into an fp32 accumulator of its own; the K reduction across
     threads happens once, after the loop. A program owns BN = 128 NR columns, viewed as
-    [NR, 128]: a warp's 32 lanes x 4 columns (one 16-byte load each) span 128 columns, the
-    warps split the BKW words of a K step, and the NR column blocks stay in each thread's
-    registers, so a thread reuses each activation it loads over 4 NR columns. A K step is BKW
-    words (8 BKW codes) per column, inside one scale group."""
-    tl.static_assert(GROUP_SIZE % (8 * BKW) == 0, "a K step never straddles a scale group")
+    [NR, 128]: a warp's 32 lanes x 4 columns (one 16-byte word load each) span 128 columns, and
+    the NR column blocks stay in each thread's registers, so a thread reuses each activation it
+    loads over 4 NR columns. A trip is one whole scale group (GW = GROUP_SIZE / 8 word rows) as
+    SUBS sub-tiles of HB = GW / SUBS rows that the warps split (SUBS = GW / num_warps gives a
+    thread one row of each). Each thread chains its rows' products into one unscaled fp32 sum
+    (accg), and the group's scale multiplies it once a column (acc += accg * s): a scale load and
+    multiply a group, not a word row. PREFETCH: the next group's words are loaded at the top of
+    the trip into registers the loop carries (the loop has no dot, so the compiler does not
+    pipeline it); the group index is clamped to the last group, so no predicate is needed."""
+    GW: tl.constexpr = GROUP_SIZE // 8
+    HB: tl.constexpr = GW // SUBS
     BN: tl.constexpr = 128 * NR
+    BF16: tl.constexpr = a_ptr.dtype.element_ty == tl.bfloat16
+    tl.static_assert(SUBS == 1 or SUBS == 2 or SUBS == 4, "SUBS is 1, 2 or 4")
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
-    BK: tl.constexpr = 8 * BKW
-    k_steps = K // BK
-    per_split = tl.cdiv(k_steps, SPLIT_K)
-    ks0 = pid_k * per_split
-    ks1 = tl.minimum(ks0 + per_split, k_steps)
+    n_groups = K // GROUP_SIZE
+    per_split = tl.cdiv(n_groups, SPLIT_K)
+    g0 = pid_k * per_split
+    g1 = tl.minimum(g0 + per_split, n_groups)
 
     rr = tl.arange(0, NR)
     rc = tl.arange(0, 128)
     rn = pid_n * BN + rr[:, None] * 128 + rc[None, :]            # [NR, 128] columns
     n_ok = rn < N
     rn_c = tl.max_contiguous(tl.multiple_of(tl.where(n_ok, rn, 0), [1, 128]), [1, 128])
-    rj = tl.arange(0, BKW)
-    # [BKW, NR, 128]: the compiler gives its warps to the leading dimension and keeps the NR
-    # column blocks in registers (in [NR, BKW, 128] order the warps went to NR instead)
-    w_ptrs = wq_ptr + rj[:, None, None] * N + rn_c[None, :, :]   # [BKW, NR, 128] words
-    # the scales in the weights' own layout (every warp loads its columns' 4 scales; a
-    # [1, NR, 128] tile would get a layout of its own and a shared-memory conversion per step)
+    rj = tl.arange(0, HB)
+    # [HB, NR, 128]: the compiler gives its warps to the leading dimension and keeps the NR
+    # column blocks in registers (in [NR, HB, 128] order the warps went to NR instead)
+    w_ptrs = wq_ptr + rj[:, None, None] * N + rn_c[None, :, :]
+    # the scales in the weights' own layout (a [1, NR, 128] tile would get a layout of its own
+    # and a shared-memory conversion a trip)
     rn_s = tl.max_contiguous(tl.multiple_of(tl.where(n_ok, rn, 0), [1, 4]), [1, 4])
-    s_ptrs = s_ptr + (0 * rj)[:, None, None] + rn_s[None, :, :]  # [BKW, NR, 128]
-    acc = tl.zeros((BKW, NR, 128), dtype=tl.float32)
-    if PREFETCH:   # the loop has no dot, so the compiler does not pipeline it: do it by hand
-        w_next = tl.load(w_ptrs + ks0 * BKW * N, mask=(rj * 0 + ks0 < ks1)[:, None, None],
-                         eviction_policy="evict_first")
-    for ks in tl.range(ks0, ks1):
-        k0 = ks * BK
-        if PREFETCH:   # the next step's words are in flight while this step's are used
-            w = w_next
-            w_next = tl.load(w_ptrs + (k0 // 8 + BKW) * N,
-                             mask=(rj * 0 + ks + 1 < ks1)[:, None, None], eviction_policy="evict_first")
+    s_ptrs = s_ptr + (0 * rj)[:, None, None] + rn_s[None, :, :]
+    jrow = rj[:, None, None]
+    acc = tl.zeros((HB, NR, 128), dtype=tl.float32)
+    if PREFETCH:
+        rp = tl.minimum(g0, n_groups - 1) * GW
+        w0n = tl.load(w_ptrs + rp * N, eviction_policy="evict_first")
+        if SUBS >= 2:
+            w1n = tl.load(w_ptrs + (rp + HB) * N, eviction_policy="evict_first")
+        if SUBS >= 4:
+            w2n = tl.load(w_ptrs + (rp + 2 * HB) * N, eviction_policy="evict_first")
+            w3n = tl.load(w_ptrs + (rp + 3 * HB) * N, eviction_policy="evict_first")
+    for g in tl.range(g0, g1):
+        r0 = g * GW
+        if PREFETCH:
+            rp = tl.minimum(g + 1, n_groups - 1) * GW
+            w0 = w0n
+            w0n = tl.load(w_ptrs + rp * N, eviction_policy="evict_first")
+            if SUBS >= 2:
+                w1 = w1n
+                w1n = tl.load(w_ptrs + (rp + HB) * N, eviction_policy="evict_first")
+            if SUBS >= 4:
+                w2 = w2n
+                w3 = w3n
+                w2n = tl.load(w_ptrs + (rp + 2 * HB) * N, eviction_policy="evict_first")
+                w3n = tl.load(w_ptrs + (rp + 3 * HB) * N, eviction_policy="evict_first")
         else:
-            w = tl.load(w_ptrs + (k0 // 8) * N, eviction_policy="evict_first")   # read once
-        s = tl.load(s_ptrs + (k0 // GROUP_SIZE) * N).to(tl.float32)
-        a_row = (a_ptr + k0 + 8 * rj)[:, None, None]                        # a[8 j + i]
-        # code i of word j: bits 4i..4i+3 of w (i <= 4), or bits 4(i-3).. of w >> 12 (i >= 5)
-        w_hi = w >> 12
-        part = _code_f32(w, 0, magic) * tl.load(a_row + 0).to(tl.float32)
-        part += _code_f32(w, 1, magic) * tl.load(a_row + 1).to(tl.float32)
-        part += _code_f32(w, 2, magic) * tl.load(a_row + 2).to(tl.float32)
-        part += _code_f32(w, 3, magic) * tl.load(a_row + 3).to(tl.float32)
-        part += _code_f32(w, 4, magic) * tl.load(a_row + 4).to(tl.float32)
-        part += _code_f32(w_hi, 2, magic) * tl.load(a_row + 5).to(tl.float32)
-        part += _code_f32(w_hi, 3, magic) * tl.load(a_row + 6).to(tl.float32)
-        part += _code_f32(w_hi, 4, magic) * tl.load(a_row + 7).to(tl.float32)
-        acc += part * s                                           # one scale per column
+            w0 = tl.load(w_ptrs + r0 * N, eviction_policy="evict_first")     # read once
+            if SUBS >= 2:
+                w1 = tl.load(w_ptrs + (r0 + HB) * N, eviction_policy="evict_first")
+            if SUBS >= 4:
+                w2 = tl.load(w_ptrs + (r0 + 2 * HB) * N, eviction_policy="evict_first")
+                w3 = tl.load(w_ptrs + (r0 + 3 * HB) * N, eviction_policy="evict_first")
+        s = tl.load(s_ptrs + g * N).to(tl.float32)
+        # every activation row of the trip is loaded before the first product
+        b0, b1, b2, b3, b4, b5, b6, b7 = _act8_f32(a_ptr, r0 + jrow, BF16)
+        if SUBS >= 2:
+            c0, c1, c2, c3, c4, c5, c6, c7 = _act8_f32(a_ptr, r0 + HB + jrow, BF16)
+        if SUBS >= 4:
+            d0, d1, d2, d3, d4, d5, d6, d7 = _act8_f32(a_ptr, r0 + 2 * HB + jrow, BF16)
+            e0, e1, e2, e3, e4, e5, e6, e7 = _act8_f32(a_ptr, r0 + 3 * HB + jrow, BF16)
+        accg = _dot_row(w0, b0, b1, b2, b3, b4, b5, b6, b7, 0.0, magic, True)
+        if SUBS >= 2:
+            accg = _dot_row(w1, c0, c1, c2, c3, c4, c5, c6, c7, accg, magic, False)
+        if SUBS >= 4:
+            accg = _dot_row(w2, d0, d1, d2, d3, d4, d5, d6, d7, accg, magic, False)
+            accg = _dot_row(w3, e0, e1, e2, e3, e4, e5, e6, e7, accg, magic, False)
+        acc += accg * s                                           # one scale a group and column
     c = tl.sum(acc, axis=0)                                       # [NR, 128]
     if SPLIT_K == 1:
         tl.store(c_ptr + rn, c.to(c_ptr.dtype.element_ty), mask=n_ok)
@@ -327,15 +413,16 @@ def _w4a16_gemv_kernel(
 
 def _gemv_configs():
     if _INTERPRET:
-        return [triton.Config({"NR": 1, "BKW": 16, "SPLIT_K": 2, "PREFETCH": True},
-                              num_warps=4, num_stages=1)]
+        return [triton.Config({"NR": 1, "SUBS": 2, "SPLIT_K": 2, "PREFETCH": True},
+                              num_warps=8, num_stages=1)]
     out = []
-    # BN = 128 NR columns: 56-224 column tiles at N = 28672; SPLIT_K 2-8 fills 132 SMs. The
-    # warps split the BKW words of a step: BKW = num_warps puts one word row in each thread.
-    for nr, bkw, warps in ((2, 8, 8), (4, 8, 8), (2, 16, 8), (4, 4, 4), (2, 8, 4)):
+    # (NR, SUBS, warps): SUBS = 16 / warps puts one word row of each sub-tile in a thread, so a
+    # thread's rows of a group are SUBS (1, 2, 4) and its columns 4 NR (4, 8, 16); BN = 128 NR
+    # gives 56-224 column tiles at N = 28672, and SPLIT_K 2-8 fills 132 SMs
+    for nr, subs, warps in ((2, 2, 8), (4, 2, 8), (2, 4, 4), (4, 4, 4), (1, 1, 16), (2, 1, 16), (4, 1, 16)):
         for split in (2, 4, 8):
             for prefetch in (False, True):
-                out.append(triton.Config({"NR": nr, "BKW": bkw, "SPLIT_K": split, "PREFETCH": prefetch},
+                out.append(triton.Config({"NR": nr, "SUBS": subs, "SPLIT_K": split, "PREFETCH": prefetch},
                                          num_warps=warps, num_stages=1))
     return out
 
@@ -422,6 +509,8 @@ def run(A, Wq, S):
         return C
     if M == 1:
         # a single token: the CUDA-core GEMV (no tensor cores, no shared-memory layout change)
+        if A.data_ptr() % 16:   # _act8_f32 reads A as int64 words: an aligned copy (never at a
+            A = A.clone()       # fresh allocation or a row of one)
         bns = [(128 * c.kwargs["NR"], c.kwargs["SPLIT_K"]) for c in _GEMV_CFGS]
         ws = torch.empty(max(split * triton.cdiv(N, bn) * bn for bn, split in bns),
                          dtype=torch.float32, device=A.device)

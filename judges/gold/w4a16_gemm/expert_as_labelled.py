@@ -1,0 +1,442 @@
+"""Expert GPTQ int4-weight x 16-bit-activation GEMM (symmetric, zero point 8, group 128).
+
+    W[k, n] = (q[k, n] - 8) * S[k // 128, n],  q[8j + i, n] = nibble i of Wq[j, n]
+    C[m, n] = sum_k A[m, k] * W[k, n]            A [M, K], Wq [K/8, N] int32, S [K/128, N]
+
+Design (the op is a weight stream at M <= 16: 0.5 byte per weight is all the traffic there is):
+
+* Dequantize in registers inside the K loop; the packed words are read from HBM once and a
+  16-bit W is never written anywhere. Each program owns BN output columns x BM tokens and
+  computes the transposed tile C^T = W^T . A^T, so the weight tile is the MMA's M operand
+  (64-128 rows) and the few tokens are its N operand (16..128): no MMA rows are wasted on
+  padding tokens even at M = 1.
+* Unpack: one [BN, BK/8] load of int32 words; the 8 nibble planes are produced with shifts and
+  masks (no per-nibble gathers, no replicated loads) and either interleaved back into K order
+  with a tree of tl.join + one tl.reshape (one dot per K tile), or, as an autotuned
+  alternative, kept as planes, each dotted with the A^T rows k = 8 j + i it belongs to (A
+  split the same way with tl.split): then the planes feed the wgmma from registers and no
+  16-bit weight tile is staged through shared memory.
+* Conversion: on the GPU with bf16 operands the planes come out of inline PTX using the
+  exponent-bias trick: lop3 puts two nibbles under the bf16 exponent of 128 (0x4300) in one
+  32-bit register and one bf16x2 FMA subtracts 136 (128 + the zero point), so 8 codes cost
+  4 lop3 + 3 shifts + 4 fma instead of 8 int->float conversions.
+* BK divides the 128-wide group, so a K tile has one scale per column: the dot runs on exact
+  (q - 8) values and the scale is applied once per tile to the fp32 partial,
+  acc += dot(q - 8, A^T) * s[:, None].
+* Split-K for small M: the grid is (N tiles) x SPLIT_K x (token tiles), so a few hundred CTAs
+  stream disjoint K slices of the weights (loads marked evict-first, 3-5 pipeline stages).
+  Each CTA writes its fp32 partial to a workspace and bumps a per-tile counter; the last
+  arriver sums the partials in a fixed order (deterministic), writes C and re-arms the counter.
+* M = 1 leaves the tensor cores: a CUDA-core GEMV (_w4a16_gemv_kernel) in which each thread
+  dequantizes the words it loaded into fp32 registers and accumulates its own partial sums; the
+  K reduction across threads happens once after the loop, split-K as above. No 16-bit weight
+  tile, no shared-memory layout change.
+* 2 <= M <= 16: the joined weight tile's rows are renamed in registers (_rows_lanes_first)
+  before the dot, so its K-major store into the row-swizzled shared-memory operand hits 8
+  different bank groups per 16-byte phase instead of a few; acc's rows, the scales and C follow
+  the renamed order. (Both adopted from benchmarks/studies/2026-12-04-w4a16-candidates,
+  `gemv_m1_rowperm`: on the H200, M = 1 went 51.0 -> 29.2 us and M = 16 79.7 -> 69.7 us.)
+* Autotuned on (M, N, K); the configs are pruned to BM = next_pow2(M) (16..128). Under
+  TRITON_INTERPRET=1 there is one small config and the plain (shift, mask, convert) unpack; the
+  dtypes come from the pointers (float16 there).
+"""
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+GROUP = 128
+
+
+
+@triton.jit
+def _nibble_planes(w, cty: tl.constexpr, MAGIC: tl.constexpr):
+    """The 8 planes (q_i - 8), i = 0..7, of a tensor of packed words, in dtype cty."""
+    if MAGIC:
+        # One int32 word -> 8 bf16 values q - 8. lop3 (a & b) | c with LUT 0xEA keeps nibbles
+        # j and j+4 (bits 0-3 and 16-19 after the shift) under the exponent 0x43 of bf16 128.0,
+        # giving the pair (128 + q_j, 128 + q_{j+4}); fma x * 1 - 136 leaves q - 8 exactly.
+        p0, p1, p2, p3, p4, p5, p6, p7 = tl.inline_asm_elementwise(
+            asm=(
+                "{\n"
+                ".reg .b32 t0, t1, t2, t3, r, one, bias;\n"
+                "mov.b32 one, 0x3f803f80;\n"
+                "mov.b32 bias, 0xc308c308;\n"
+                "lop3.b32 t0, $8, 0x000f000f, 0x43004300, 0xea;\n"
+                "shr.b32 r, $8, 4;\n"
+                "lop3.b32 t1, r, 0x000f000f, 0x43004300, 0xea;\n"
+                "shr.b32 r, $8, 8;\n"
+                "lop3.b32 t2, r, 0x000f000f, 0x43004300, 0xea;\n"
+                "shr.b32 r, $8, 12;\n"
+                "lop3.b32 t3, r, 0x000f000f, 0x43004300, 0xea;\n"
+                "fma.rn.bf16x2 t0, t0, one, bias;\n"
+                "fma.rn.bf16x2 t1, t1, one, bias;\n"
+                "fma.rn.bf16x2 t2, t2, one, bias;\n"
+                "fma.rn.bf16x2 t3, t3, one, bias;\n"
+                "mov.b32 {$0, $4}, t0;\n"
+                "mov.b32 {$1, $5}, t1;\n"
+                "mov.b32 {$2, $6}, t2;\n"
+                "mov.b32 {$3, $7}, t3;\n"
+                "}\n"
+            ),
+            constraints="=h,=h,=h,=h,=h,=h,=h,=h,r",
+            args=[w],
+            dtype=(tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16,
+                   tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16),
+            is_pure=True,
+            pack=1,
+        )
+    else:
+        p0 = (((w >> 0) & 0xF) - 8).to(cty)
+        p1 = (((w >> 4) & 0xF) - 8).to(cty)
+        p2 = (((w >> 8) & 0xF) - 8).to(cty)
+        p3 = (((w >> 12) & 0xF) - 8).to(cty)
+        p4 = (((w >> 16) & 0xF) - 8).to(cty)
+        p5 = (((w >> 20) & 0xF) - 8).to(cty)
+        p6 = (((w >> 24) & 0xF) - 8).to(cty)
+        p7 = (((w >> 28) & 0xF) - 8).to(cty)
+    return p0, p1, p2, p3, p4, p5, p6, p7
+
+
+@triton.jit
+def _code_f32(w, b: tl.constexpr, magic):
+    """q - 8 in fp32, exactly, for the code q at bits 4b..4b+3 of w (b <= 4).
+
+    (w & 0xF << 4b) | 0x4B000000 is the float 2^23 + q 2^(4b); one fma scales it by 2^(-4b) and
+    subtracts 2^(23 - 4b) + 8 (both exact: the result q - 8 is representable). `magic` is
+    0x4B000000 passed in at run time, so the mask and the OR fold into one LOP3 (a literal there
+    costs a second LOP3: LOP3 takes one immediate)."""
+    f = ((w & (0xF << (4 * b))) | magic).to(tl.float32, bitcast=True)
+    return f * (1.0 / (1 << (4 * b))) - ((1 << (23 - 4 * b)) + 8.0)
+
+
+@triton.jit
+def _unpack_kmajor(w, BN: tl.constexpr, BK: tl.constexpr, cty: tl.constexpr, MAGIC: tl.constexpr):
+    """[BN, BK/8] packed words -> [BN, BK] values (q - 8) with k = 8 j + i in natural order.
+
+    tl.join appends a trailing axis, the last join the innermost: joining plane pairs
+    (i, i+4), then (.., i+2), then (.., i+1) makes index [j, c, b, a] hold plane 4c + 2b + a,
+    so the reshape lays the 8 codes of word j out as k = 8 j + 0..7.
+    """
+    p0, p1, p2, p3, p4, p5, p6, p7 = _nibble_planes(w, cty, MAGIC)
+    x0 = tl.join(tl.join(p0, p4), tl.join(p2, p6))
+    x1 = tl.join(tl.join(p1, p5), tl.join(p3, p7))
+    return tl.reshape(tl.join(x0, x1), (BN, BK))
+
+
+@triton.jit
+def _rows_lanes_first(x, BN: tl.constexpr, BK: tl.constexpr, V: tl.constexpr):
+    """[BN, BK] -> the same rows renamed: row r = (BN / V) lo + hi holds tile row n = V hi + lo.
+
+    The unpacked tile leaves each thread V consecutive rows (lo: its vector of words) and spreads
+    hi over the lanes. The conversion to the wgmma operand stores the tile K-major into shared
+    memory swizzled by row % 8; in natural order the 8 lanes of one 16-byte store phase write
+    rows V or 8 apart, few distinct row % 8 (the conflicted stores of the profile). Renamed, the
+    lanes' rows are consecutive: 8 distinct row % 8, 8 bank groups. reshape and permute move no
+    data, they rename the rows of the register layout. V (4 or 8) is per config: the one the
+    offline count (benchmarks/studies/2026-12-04-w4a16-candidates/smem_conflicts.py) found
+    conflict-free for the layout the compiler picks for that tile."""
+    return tl.reshape(tl.permute(tl.reshape(x, (BN // V, V, BK)), (1, 0, 2)), (BN, BK))
+
+
+@triton.jit
+def _split_rows8(a, BK: tl.constexpr, BM: tl.constexpr):
+    """[BK, BM] -> the 8 row planes a_i[j, :] = a[8 j + i, :], i = 0..7 (inverse of the joins)."""
+    x = tl.reshape(tl.permute(tl.reshape(a, (BK // 8, 8, BM)), (0, 2, 1)), (BK // 8, BM, 2, 2, 2))
+    e, o = tl.split(x)            # lowest bit of i: even / odd rows
+    e0, e1 = tl.split(e)
+    o0, o1 = tl.split(o)
+    a0, a4 = tl.split(e0)
+    a2, a6 = tl.split(e1)
+    a1, a5 = tl.split(o0)
+    a3, a7 = tl.split(o1)
+    return a0, a1, a2, a3, a4, a5, a6, a7
+
+
+@triton.jit
+def _w4a16_kernel(
+    a_ptr, wq_ptr, s_ptr, c_ptr, ws_ptr, count_ptr,
+    M, N, K,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+    SPLIT_K: tl.constexpr, PLANES: tl.constexpr, GROUP_SIZE: tl.constexpr, MAGIC: tl.constexpr,
+    ROWPERM: tl.constexpr = False, RPV: tl.constexpr = 4,
+):
+    """C[tok, n] tiles of A . ((q - 8) * S): computed as C^T = W^T . A^T over a K slice."""
+    tl.static_assert(GROUP_SIZE % BK == 0, "a K tile never straddles a scale group")
+    cty = a_ptr.dtype.element_ty
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    num_pid_n = tl.cdiv(N, BN)
+
+    k_steps = K // BK
+    per_split = tl.cdiv(k_steps, SPLIT_K)
+    ks0 = pid_k * per_split
+    ks1 = tl.minimum(ks0 + per_split, k_steps)
+
+    rn = pid_n * BN + tl.arange(0, BN)
+    rm = pid_m * BM + tl.arange(0, BM)
+    n_ok = rn < N
+    m_ok = rm < M
+    rn_c = tl.max_contiguous(tl.multiple_of(tl.where(n_ok, rn, 0), BN), BN)
+    rm_c = tl.where(m_ok, rm, 0)
+    rj = tl.arange(0, BK // 8)
+    rk = tl.arange(0, BK)
+    w_ptrs = wq_ptr + rj[None, :] * N + rn_c[:, None]            # [BN, BK/8] words
+    a_ptrs = a_ptr + rm_c[None, :] * K + rk[:, None]             # [BK, BM] = A^T tile
+    if ROWPERM and not PLANES:
+        # acc's row r is column RPV (r % (BN / RPV)) + r / (BN / RPV) of the tile
+        r = tl.arange(0, BN)
+        rn_acc = pid_n * BN + RPV * (r % (BN // RPV)) + r // (BN // RPV)
+        n_ok_acc = rn_acc < N
+        s_ptrs = s_ptr + tl.where(n_ok_acc, rn_acc, 0)           # [BN], in acc's row order
+    else:
+        rn_acc = rn
+        n_ok_acc = n_ok
+        s_ptrs = s_ptr + rn_c                                    # [BN]
+
+    acc = tl.zeros((BN, BM), dtype=tl.float32)
+    for ks in tl.range(ks0, ks1):
+        k0 = ks * BK
+        w = tl.load(w_ptrs + (k0 // 8) * N, eviction_policy="evict_first")   # read once
+        a = tl.load(a_ptrs + k0)
+        s = tl.load(s_ptrs + (k0 // GROUP_SIZE) * N)
+        if PLANES:
+            # each nibble plane (k = 8 j + i) meets the A^T rows it belongs to: the planes stay
+            # in registers as the wgmma's A operand, no 16-bit weight tile goes through smem
+            tl.static_assert(BK // 8 >= 16, "a plane dot needs K >= 16")
+            p0, p1, p2, p3, p4, p5, p6, p7 = _nibble_planes(w, cty, MAGIC)
+            a0, a1, a2, a3, a4, a5, a6, a7 = _split_rows8(a, BK, BM)
+            part = tl.dot(p0, a0)
+            part = tl.dot(p1, a1, part)
+            part = tl.dot(p2, a2, part)
+            part = tl.dot(p3, a3, part)
+            part = tl.dot(p4, a4, part)
+            part = tl.dot(p5, a5, part)
+            part = tl.dot(p6, a6, part)
+            part = tl.dot(p7, a7, part)
+        else:
+            wd = _unpack_kmajor(w, BN, BK, cty, MAGIC)
+            if ROWPERM:     # acc's rows follow (rn_acc): the scales, C and the partials too
+                wd = _rows_lanes_first(wd, BN, BK, RPV)
+            part = tl.dot(wd, a)                                  # exact (q - 8), fp32 result
+        acc += part * s.to(tl.float32)[:, None]                   # one scale per column
+
+    c_ptrs = c_ptr + rm[None, :] * N + rn_acc[:, None]
+    c_mask = n_ok_acc[:, None] & m_ok[None, :]
+    if SPLIT_K == 1:
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=c_mask)
+    else:
+        tile = pid_m * num_pid_n + pid_n
+        tile_ws = ws_ptr + tile.to(tl.int64) * (SPLIT_K * BN * BM)
+        blk = tl.arange(0, BN)[:, None] * BM + tl.arange(0, BM)[None, :]
+        tl.store(tile_ws + pid_k * (BN * BM) + blk, acc)
+        tl.debug_barrier()   # all of this CTA's partial is written before the release below
+        arrived = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel", scope="gpu")
+        if arrived == SPLIT_K - 1:
+            total = tl.zeros((BN, BM), dtype=tl.float32)
+            for sidx in tl.static_range(SPLIT_K):     # fixed order: deterministic
+                total += tl.load(tile_ws + sidx * (BN * BM) + blk, cache_modifier=".cg")
+            tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=c_mask)
+            tl.atomic_xchg(count_ptr + tile, 0, sem="relaxed", scope="gpu")
+
+
+@triton.jit
+def _w4a16_gemv_kernel(
+    a_ptr, wq_ptr, s_ptr, c_ptr, ws_ptr, count_ptr,
+    N, K, magic,
+    NR: tl.constexpr, BKW: tl.constexpr, SPLIT_K: tl.constexpr, GROUP_SIZE: tl.constexpr,
+    PREFETCH: tl.constexpr,
+):
+    """M = 1: c[n] = sum_k a[k] (q[k, n] - 8) S[k / 128, n] on the CUDA cores, fp32 throughout.
+
+    No tensor cores and no 16-bit weight tile: each thread dequantizes the words it loaded in
+    registers and multiplies them into an fp32 accumulator of its own; the K reduction across
+    threads happens once, after the loop. A program owns BN = 128 NR columns, viewed as
+    [NR, 128]: a warp's 32 lanes x 4 columns (one 16-byte load each) span 128 columns, the
+    warps split the BKW words of a K step, and the NR column blocks stay in each thread's
+    registers, so a thread reuses each activation it loads over 4 NR columns. A K step is BKW
+    words (8 BKW codes) per column, inside one scale group."""
+    tl.static_assert(GROUP_SIZE % (8 * BKW) == 0, "a K step never straddles a scale group")
+    BN: tl.constexpr = 128 * NR
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    BK: tl.constexpr = 8 * BKW
+    k_steps = K // BK
+    per_split = tl.cdiv(k_steps, SPLIT_K)
+    ks0 = pid_k * per_split
+    ks1 = tl.minimum(ks0 + per_split, k_steps)
+
+    rr = tl.arange(0, NR)
+    rc = tl.arange(0, 128)
+    rn = pid_n * BN + rr[:, None] * 128 + rc[None, :]            # [NR, 128] columns
+    n_ok = rn < N
+    rn_c = tl.max_contiguous(tl.multiple_of(tl.where(n_ok, rn, 0), [1, 128]), [1, 128])
+    rj = tl.arange(0, BKW)
+    # [BKW, NR, 128]: the compiler gives its warps to the leading dimension and keeps the NR
+    # column blocks in registers (in [NR, BKW, 128] order the warps went to NR instead)
+    w_ptrs = wq_ptr + rj[:, None, None] * N + rn_c[None, :, :]   # [BKW, NR, 128] words
+    # the scales in the weights' own layout (every warp loads its columns' 4 scales; a
+    # [1, NR, 128] tile would get a layout of its own and a shared-memory conversion per step)
+    rn_s = tl.max_contiguous(tl.multiple_of(tl.where(n_ok, rn, 0), [1, 4]), [1, 4])
+    s_ptrs = s_ptr + (0 * rj)[:, None, None] + rn_s[None, :, :]  # [BKW, NR, 128]
+    acc = tl.zeros((BKW, NR, 128), dtype=tl.float32)
+    if PREFETCH:   # the loop has no dot, so the compiler does not pipeline it: do it by hand
+        w_next = tl.load(w_ptrs + ks0 * BKW * N, mask=(rj * 0 + ks0 < ks1)[:, None, None],
+                         eviction_policy="evict_first")
+    for ks in tl.range(ks0, ks1):
+        k0 = ks * BK
+        if PREFETCH:   # the next step's words are in flight while this step's are used
+            w = w_next
+            w_next = tl.load(w_ptrs + (k0 // 8 + BKW) * N,
+                             mask=(rj * 0 + ks + 1 < ks1)[:, None, None], eviction_policy="evict_first")
+        else:
+            w = tl.load(w_ptrs + (k0 // 8) * N, eviction_policy="evict_first")   # read once
+        s = tl.load(s_ptrs + (k0 // GROUP_SIZE) * N).to(tl.float32)
+        a_row = (a_ptr + k0 + 8 * rj)[:, None, None]                        # a[8 j + i]
+        # code i of word j: bits 4i..4i+3 of w (i <= 4), or bits 4(i-3).. of w >> 12 (i >= 5)
+        w_hi = w >> 12
+        part = _code_f32(w, 0, magic) * tl.load(a_row + 0).to(tl.float32)
+        part += _code_f32(w, 1, magic) * tl.load(a_row + 1).to(tl.float32)
+        part += _code_f32(w, 2, magic) * tl.load(a_row + 2).to(tl.float32)
+        part += _code_f32(w, 3, magic) * tl.load(a_row + 3).to(tl.float32)
+        part += _code_f32(w, 4, magic) * tl.load(a_row + 4).to(tl.float32)
+        part += _code_f32(w_hi, 2, magic) * tl.load(a_row + 5).to(tl.float32)
+        part += _code_f32(w_hi, 3, magic) * tl.load(a_row + 6).to(tl.float32)
+        part += _code_f32(w_hi, 4, magic) * tl.load(a_row + 7).to(tl.float32)
+        acc += part * s                                           # one scale per column
+    c = tl.sum(acc, axis=0)                                       # [NR, 128]
+    if SPLIT_K == 1:
+        tl.store(c_ptr + rn, c.to(c_ptr.dtype.element_ty), mask=n_ok)
+    else:
+        rb = rr[:, None] * 128 + rc[None, :]
+        tile_ws = ws_ptr + pid_n.to(tl.int64) * (SPLIT_K * BN)
+        tl.store(tile_ws + pid_k * BN + rb, c)
+        tl.debug_barrier()   # all of this CTA's partial is written before the release below
+        arrived = tl.atomic_add(count_ptr + pid_n, 1, sem="acq_rel", scope="gpu")
+        if arrived == SPLIT_K - 1:
+            total = tl.zeros((NR, 128), dtype=tl.float32)
+            for sidx in tl.static_range(SPLIT_K):     # fixed order: deterministic
+                total += tl.load(tile_ws + sidx * BN + rb, cache_modifier=".cg")
+            tl.store(c_ptr + rn, total.to(c_ptr.dtype.element_ty), mask=n_ok)
+            tl.atomic_xchg(count_ptr + pid_n, 0, sem="relaxed", scope="gpu")
+
+
+def _gemv_configs():
+    if _INTERPRET:
+        return [triton.Config({"NR": 1, "BKW": 16, "SPLIT_K": 2, "PREFETCH": True},
+                              num_warps=4, num_stages=1)]
+    out = []
+    # BN = 128 NR columns: 56-224 column tiles at N = 28672; SPLIT_K 2-8 fills 132 SMs. The
+    # warps split the BKW words of a step: BKW = num_warps puts one word row in each thread.
+    for nr, bkw, warps in ((2, 8, 8), (4, 8, 8), (2, 16, 8), (4, 4, 4), (2, 8, 4)):
+        for split in (2, 4, 8):
+            for prefetch in (False, True):
+                out.append(triton.Config({"NR": nr, "BKW": bkw, "SPLIT_K": split, "PREFETCH": prefetch},
+                                         num_warps=warps, num_stages=1))
+    return out
+
+
+_gemv = triton.autotune(configs=_gemv_configs(), key=["N", "K"])(_w4a16_gemv_kernel)
+_GEMV_CFGS = _gemv_configs()
+
+
+def _configs():
+    if _INTERPRET:
+        return [triton.Config({"BM": 16, "BN": 64, "BK": 128, "SPLIT_K": 2, "PLANES": False},
+                              num_warps=4, num_stages=2)]
+
+    def cfg(bm, bn, bk, split, stages, warps=4, planes=False):
+        # RPV: _rows_lanes_first's row group, the one the offline count found conflict-free
+        return triton.Config({"BM": bm, "BN": bn, "BK": bk, "SPLIT_K": split, "PLANES": planes,
+                              "RPV": 8 if (bn, bk) == (128, 128) else 4},
+                             num_warps=warps, num_stages=stages)
+
+    out = []
+    # Decode (BM 16/32): a weight stream. Aim for ~2-4 CTAs per SM over N tiles x SPLIT_K, each
+    # with enough words in flight (3-5 stages of 4-16 KB). Both unpack forms are offered for
+    # BK = 128: joined [BN, BK] tile (one dot; the 16-bit tile is staged through shared memory
+    # for the wgmma) and nibble planes (8 dots; the planes feed the wgmma from registers, only
+    # the packed words and A are staged).
+    for bm in (16, 32):
+        for planes in (False, True):
+            out += [
+                cfg(bm, 128, 128, 2, 4, planes=planes), cfg(bm, 128, 128, 4, 4, planes=planes),
+                cfg(bm, 128, 128, 8, 4, planes=planes), cfg(bm, 128, 128, 16, 3, planes=planes),
+                cfg(bm, 64, 128, 4, 5, planes=planes), cfg(bm, 64, 128, 8, 4, planes=planes),
+                cfg(bm, 256, 128, 4, 3, warps=8, planes=planes),
+                cfg(bm, 128, 128, 4, 3, warps=8, planes=planes),
+            ]
+        out += [cfg(bm, 128, 64, 8, 5), cfg(bm, 256, 64, 8, 4, warps=8)]
+    # Small batches (BM 64/128): still weight-bound at M = 128 only with few re-reads; keep
+    # one token tile per program and split K to fill the SMs.
+    for bm in (64, 128):
+        for planes in (False, True):
+            out += [
+                cfg(bm, 128, 128, 1, 3, warps=8, planes=planes),
+                cfg(bm, 128, 128, 2, 3, warps=8, planes=planes),
+                cfg(bm, 128, 128, 4, 3, warps=8, planes=planes),
+                cfg(bm, 64, 128, 2, 4, planes=planes), cfg(bm, 64, 128, 4, 4, planes=planes),
+            ]
+        out += [cfg(bm, 128, 64, 2, 4, warps=8)]
+    return out
+
+
+def _prune(configs, named_args, **kwargs):
+    # BM = the smallest power of two >= M (16..128): the token tile is the MMA's N side.
+    want = max(16, min(128, triton.next_power_of_2(named_args["M"])))
+    kept = [c for c in configs if c.kwargs["BM"] == want]
+    return kept or configs
+
+
+_w4a16 = triton.autotune(
+    configs=_configs(),
+    key=["M", "N", "K", "MAGIC", "ROWPERM"],
+    prune_configs_by=None if _INTERPRET else {"early_config_prune": _prune},
+)(_w4a16_kernel)
+
+_CFGS = _configs()
+_MIN_BM = min(c.kwargs["BM"] for c in _CFGS)
+_MIN_BN = min(c.kwargs["BN"] for c in _CFGS)
+_COUNTERS = {}
+
+
+def _counters(device, n):
+    buf = _COUNTERS.get(device)
+    if buf is None or buf.numel() < n:
+        buf = torch.zeros(max(n, 4096), dtype=torch.int32, device=device)
+        _COUNTERS[device] = buf
+    return buf
+
+
+def run(A, Wq, S):
+    M, K = A.shape
+    N = Wq.shape[1]
+    assert K % GROUP == 0 and Wq.shape[0] * 8 == K and S.shape == (K // GROUP, N)
+    A, Wq, S = A.contiguous(), Wq.contiguous(), S.contiguous()
+    C = torch.empty((M, N), dtype=A.dtype, device=A.device)
+    if M == 0 or N == 0:
+        return C
+    if M == 1:
+        # a single token: the CUDA-core GEMV (no tensor cores, no shared-memory layout change)
+        bns = [(128 * c.kwargs["NR"], c.kwargs["SPLIT_K"]) for c in _GEMV_CFGS]
+        ws = torch.empty(max(split * triton.cdiv(N, bn) * bn for bn, split in bns),
+                         dtype=torch.float32, device=A.device)
+        counters = _counters(A.device, triton.cdiv(N, min(bn for bn, _ in bns)))
+        grid = lambda meta: (triton.cdiv(N, 128 * meta["NR"]), meta["SPLIT_K"])
+        _gemv[grid](A, Wq, S, C, ws, counters, N, K, 0x4B000000, GROUP_SIZE=GROUP)
+        return C
+    magic = (not _INTERPRET) and A.is_cuda and A.dtype == torch.bfloat16
+    # workspace for the largest split-K partial set among the configs this M can pick
+    want = max(16, min(128, triton.next_power_of_2(M)))
+    cands = [c.kwargs for c in _CFGS if c.kwargs["BM"] == want] or [c.kwargs for c in _CFGS]
+    ws_elems = max(c["SPLIT_K"] * triton.cdiv(M, c["BM"]) * c["BM"] * triton.cdiv(N, c["BN"]) * c["BN"]
+                   for c in cands if c["SPLIT_K"] > 1) if any(c["SPLIT_K"] > 1 for c in cands) else 1
+    ws = torch.empty(ws_elems, dtype=torch.float32, device=A.device)
+    counters = _counters(A.device, triton.cdiv(M, _MIN_BM) * triton.cdiv(N, _MIN_BN))
+    grid = lambda meta: (triton.cdiv(N, meta["BN"]), meta["SPLIT_K"], triton.cdiv(M, meta["BM"]))
+    _w4a16[grid](A, Wq, S, C, ws, counters, M, N, K, GROUP_SIZE=GROUP, MAGIC=magic, ROWPERM=M <= 16)
+    return C
