@@ -2,13 +2,12 @@
 # Content B (issues 14-16) in one device call: calibrate, then eager reference, torch.compile of the
 # reference, each library baseline (tasks/<id>/baselines/), naive and expert on every bench workload
 # of the eleven new tasks, timed with the device span (timing v2) beside the event window.
-# Needs .whl (benchmarks/gpu_env.sh, plus fla-core, einops and gemlite) carried. Writes under $OUT.
+# Needs .whl (benchmarks/gpu_env.sh installs d2k's wheels and fla-core, einops and gemlite) carried. Writes under $OUT.
 # Passes with other tasks or solutions in the same call: run it again with the same D2K_DB,
 # SKIP_CALIBRATE=1 and a PASS name (its log is bench$PASS.log; the table covers every pass).
 # TASK_SECONDS caps each task's share of BENCH_SECONDS (tasks run one after another).
 set -uo pipefail
 source benchmarks/gpu_env.sh
-python3 -m pip install -q --no-index --no-deps .whl/fla_core-*.whl .whl/einops-*.whl .whl/gemlite-*.whl 2>&1 | tail -2
 TASKS=${TASKS:-paged_decode_gqa,splitkv_decode_long_context,merge_attn_states,mla_decode,fp8_blockwise_gemm,w4a16_gemm,fused_moe_experts,causal_conv1d,mamba2_ssd_chunked,gdn_chunk_prefill,gdn_decode}
 SOLUTIONS=${SOLUTIONS:-expert naive baselines reference compiled}
 export D2K_TIMING=${D2K_TIMING:-'{"device_span": true, "flush_mode": "read"}'}

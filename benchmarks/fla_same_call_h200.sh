@@ -6,10 +6,9 @@
 # calls. SECONDS_TOTAL (default 480) bounds the whole; each process gets half (PROCESSES=1: all),
 # prefill two thirds of it.
 # Writes $OUT/bench_{1,2}.log, $OUT/evaluations_{1,2}.json, $OUT/fla_{1,2}.duckdb, calibrate.log.
-# Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops).
+# Needs .whl carried (benchmarks/gpu_env.sh installs d2k's wheels and fla-core, einops).
 set -uo pipefail
 source benchmarks/gpu_env.sh
-python3 -m pip install -q --no-index --no-deps .whl/fla_core-*.whl .whl/einops-*.whl 2>&1 | tail -2
 export D2K_TIMING='{"device_span": true, "flush_mode": "read"}'
 start=$(date +%s)
 python3 -m d2k calibrate > "$OUT/calibrate.log" 2>&1

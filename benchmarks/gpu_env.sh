@@ -7,5 +7,11 @@
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --find-links .whl --no-compile \
   pydantic duckdb tree-sitter tree-sitter-python tree-sitter-cuda typer rich networkx regex || exit 1
+# the library baselines (tasks/*/baselines/) where their wheels were carried: every script that
+# times a baseline gets them (session 27's variants sweep skipped fla-core: only content_b_h200.sh
+# installed it)
+for whl in .whl/fla_core-*.whl .whl/einops-*.whl .whl/gemlite-*.whl; do
+  [[ -e $whl ]] && python3 -m pip install -q --no-index --no-deps --no-compile "$whl" 2>&1 | tail -2
+done
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export D2K_DB=${D2K_DB:-$OUT/d2k.duckdb} D2K_WORKDIR=${D2K_WORKDIR:-/tmp/d2kwork}

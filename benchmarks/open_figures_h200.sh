@@ -89,6 +89,11 @@
 # into the set: session 24's llama3 v128256 n4096 expert evaluation took 23.3 s for 10 timed calls).
 # Done and dropped from here: session 15's and 16's parts b1, b2, b3, cells, gdn, w4 and fp8
 # (benchmarks/studies/2026-12-04-session15-figures, 2026-12-04-session16-figures).
+# Session 27 (2026-12-05, H100): ran `PARTS="roof w4loads"`, `PARTS=gdnsf`, `PARTS=gdntinv`,
+# `FRESH_TASKS=cross_entropy_fwd_bwd PARTS="fresh cmoe"` and a fused_moe_experts pass
+# (benchmarks/studies/2026-12-05-session27-h100), and adopted two winners into the experts.
+# Next: `PARTS=adopt` (the adopted experts timed whole; fla-core and gemlite beside them), then
+# `PARTS="moe cmla"`.
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
 # FLA_SECONDS caps fla's share, and trust's corpus gets what is left less the two benches' 150 s.
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite).
@@ -137,6 +142,15 @@ for part in ${PARTS:-trust fla}; do
     roof) $P roof bash -c 'source benchmarks/gpu_env.sh
           timeout '"$(( $(left) - 10 < 150 ? $(left) - 10 : 150 ))"' python3 benchmarks/read_roof.py \
             > "$OUT/read_roof.jsonl" 2> "$OUT/read_roof.err"' ;;
+    adopt) # session 27's adopted experts timed whole for the first time: gdn_chunk_prefill's
+          # (tinv_w1_x3_syncfree) beside the tf32 form that was timed, fla-core and itself again
+          # (the EXTRA pass repeats it: a same-call noise check), and w4a16_gemm's beside gemlite
+          mkdir -p /tmp/adopt/gdn_chunk_prefill
+          python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-tinv/candidates.toml /tmp/gdn_ti \
+            && cp /tmp/gdn_ti/gdn_chunk_prefill/tinv_w1_tf32_syncfree.py /tmp/adopt/gdn_chunk_prefill/ \
+            || { echo "adopt: no candidate"; continue; }
+          $P adopt env VARIANTS_DIR=/tmp/adopt WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
+            EXTRA="--tasks w4a16_gemm,gdn_chunk_prefill --solution expert --solution baselines" bash benchmarks/variants_h200.sh ;;
     w4loads) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-w4a16-loads/candidates.toml /tmp/w4loads \
             || { echo "w4loads: no candidates"; continue; }
           # issue 15's open target again: the M = 1 GEMV's loads fixed (groupload) and its decode cut

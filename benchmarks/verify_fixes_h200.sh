@@ -4,10 +4,9 @@
 # gdn_decode's expert beside fla-core (whose import failed on the refused sys.addaudithook), then
 # the compiled silu_and_mul (torch.compile imports filelock, which adds an audit hook). Each step
 # writes its log as it goes; the store's rows come back at the end of each step.
-# Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops).
+# Needs .whl carried (benchmarks/gpu_env.sh installs d2k's wheels and fla-core, einops).
 set -uo pipefail
 source benchmarks/gpu_env.sh
-python3 -m pip install -q --no-index --no-deps .whl/fla_core-*.whl .whl/einops-*.whl 2>&1 | tail -2
 rows() {
   python3 -m d2k sql "SELECT e.task_id, e.workload_id, s.label, e.status, e.median_ms, e.event_median_ms,
     e.span_median_ms, substr(e.reason, 1, 200) AS reason FROM evaluations e JOIN solutions s USING (solution_id)
