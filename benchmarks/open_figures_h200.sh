@@ -92,8 +92,8 @@
 # Session 27 (2026-12-05, H100): ran `PARTS="roof w4loads"`, `PARTS=gdnsf`, `PARTS=gdntinv`,
 # `FRESH_TASKS=cross_entropy_fwd_bwd PARTS="fresh cmoe"` and a fused_moe_experts pass
 # (benchmarks/studies/2026-12-05-session27-h100), and adopted two winners into the experts.
-# Next: `PARTS=adopt` (the adopted experts timed whole; fla-core and gemlite beside them), then
-# `PARTS="moe cmla"`.
+# Next: `PARTS="w4m16 adopt"` (the W4A16 M = 16 Gluon candidate, never run; then the adopted experts
+# timed whole, fla-core and gemlite beside them), then `PARTS="moe cmla"`.
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
 # FLA_SECONDS caps fla's share, and trust's corpus gets what is left less the two benches' 150 s.
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite).
@@ -151,6 +151,12 @@ for part in ${PARTS:-trust fla}; do
             || { echo "adopt: no candidate"; continue; }
           $P adopt env VARIANTS_DIR=/tmp/adopt WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
             EXTRA="--tasks w4a16_gemm,gdn_chunk_prefill --solution expert --solution baselines" bash benchmarks/variants_h200.sh ;;
+    w4m16) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-w4a16-m16-gluon/candidates.toml /tmp/w4m16 \
+            || { echo "w4m16: no candidates"; continue; }
+          # issue 15's open target (W4A16 M = 16 at 0.7 of copy): mma.sync from registers in Gluon,
+          # never run; the m1/m128 rows run shipped code (the call's noise check)
+          $P w4m16 env VARIANTS_DIR=/tmp/w4m16 WORKLOAD_TIMEOUT=180 SWEEP_SECONDS=$(( $(left) - 20 )) \
+            bash benchmarks/variants_h200.sh ;;
     w4loads) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-w4a16-loads/candidates.toml /tmp/w4loads \
             || { echo "w4loads: no candidates"; continue; }
           # issue 15's open target again: the M = 1 GEMV's loads fixed (groupload) and its decode cut
