@@ -92,11 +92,16 @@
 # Session 27 (2026-12-05, H100): ran `PARTS="roof w4loads"`, `PARTS=gdnsf`, `PARTS=gdntinv`,
 # `FRESH_TASKS=cross_entropy_fwd_bwd PARTS="fresh cmoe"` and a fused_moe_experts pass
 # (benchmarks/studies/2026-12-05-session27-h100), and adopted two winners into the experts.
-# Next: `PARTS="w4m16 adopt"` (the W4A16 M = 16 Gluon candidate, never run; then the adopted experts
-# timed whole, fla-core and gemlite beside them), then `PARTS="moe cmla"`.
+# Next, one call each (together they overrun a 560-s call): `PARTS=adopt` (the adopted experts timed
+# whole, fla-core and gemlite beside them), `PARTS=w4m16` (the W4A16 M = 16 Gluon candidate, never
+# run), then `PARTS="moe cmla"`.
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
 # FLA_SECONDS caps fla's share, and trust's corpus gets what is left less the two benches' 150 s.
-# Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite).
+# Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite). Run it on a snapshot made
+# by benchmarks/snapshot.sh (carry `snap` and `.whl`; command `cd snap && ln -sfn ../.whl .whl &&
+# ... bash benchmarks/open_figures_h200.sh`): the candidate parts read their pinned base files from
+# snap/.bases, since a snapshot has no git history (session 27's review: without it every pinned
+# part would print "no candidates" and skip itself).
 set -uo pipefail
 deadline=$(( $(date +%s) + ${SECONDS_BUDGET:-560} ))
 left() { echo $(( deadline - $(date +%s) )); }

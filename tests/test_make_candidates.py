@@ -2,6 +2,7 @@
 study's edits, and an edit that no longer matches its base stops the run."""
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +86,32 @@ def test_a_commit_the_checkout_cannot_read_is_an_error(tmp_path):
     done = _run(spec, tmp_path / "out")
     assert done.returncode != 0 and "which this checkout cannot read" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_snapshot_without_history_reads_its_pinned_bases_from_dot_bases(tmp_path):
+    # a device call runs on `git archive` output (benchmarks/snapshot.sh): no history to `git show`
+    spec = ROOT / "benchmarks" / "studies" / "2026-12-05-w4a16-loads" / "candidates.toml"
+    commits = set(re.findall(r'^commit = "([0-9a-f]+)"', spec.read_text(), re.M))
+    assert commits
+    if not all(map(has_commit, commits)):
+        return                  # a shallow clone: the pinned commit is not here to copy
+    snap = tmp_path / "snap"
+    (snap / "benchmarks" / "studies" / spec.parent.name).mkdir(parents=True)
+    shutil.copy(SCRIPT, snap / "benchmarks" / "make_candidates.py")
+    shutil.copy(spec, snap / "benchmarks" / "studies" / spec.parent.name / "candidates.toml")
+    snap_spec = snap / "benchmarks" / "studies" / spec.parent.name / "candidates.toml"
+    run_in_snap = [sys.executable, str(snap / "benchmarks" / "make_candidates.py"), str(snap_spec)]
+
+    done = subprocess.run(run_in_snap + [str(tmp_path / "bare")], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode != 0 and "benchmarks/snapshot.sh" in done.stderr and "Traceback" not in done.stderr
+
+    wrote = subprocess.run([sys.executable, str(SCRIPT), "--write-bases", str(snap)], capture_output=True, text=True)
+    assert wrote.returncode == 0, wrote.stderr
+    for commit in commits:
+        assert (snap / ".bases" / commit / "tasks" / "w4a16_gemm" / "expert.py").is_file()
+    done = subprocess.run(run_in_snap + [str(tmp_path / "snap_out")], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _run(spec, tmp_path / "repo_out").returncode == 0
+    for made in sorted((tmp_path / "repo_out").rglob("*.py")):
+        twin = tmp_path / "snap_out" / made.relative_to(tmp_path / "repo_out")
+        assert twin.read_text() == made.read_text()    # the same candidates as from git history
