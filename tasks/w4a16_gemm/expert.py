@@ -507,6 +507,8 @@ def run(A, Wq, S):
     C = torch.empty((M, N), dtype=A.dtype, device=A.device)
     if M == 0 or N == 0:
         return C
+    if K == 0:   # an empty sum; the GEMV's prefetch would read the row before Wq
+        return C.zero_()
     if M == 1:
         # a single token: the CUDA-core GEMV (no tensor cores, no shared-memory layout change)
         if A.data_ptr() % 16:   # _act8_f32 reads A as int64 words: an aligned copy (never at a
