@@ -30,8 +30,9 @@ device), and the grids cover an upper bound of the chunk count, cdiv(T, BT) + N 
 the last chunk are masked. Gates are pre-scaled by 1/ln 2 and every decay is an exp2.
 Adopted from benchmarks/studies/2026-12-05-gdn-tinv, candidate `tinv_w1_x3_syncfree`. Its two
 parts were timed on the H100 (2026-12-05, session 27), not yet the whole: the tf32 form of this
-file went 3499 -> 2024 us at 1 x 32768, 1098 -> 506 us at 4 x 8192 and 653 -> 331 us at 1 x 8192,
-and with the host's chunk table the tf32x3 T kernel cost 2.5-7 % more than the tf32 one.
+file went 3499 -> 2027 us at 1 x 32768, 1098 -> 509 us at 4 x 8192 and 653 -> 334 us at 1 x 8192
+(event medians, same call), and with the host's chunk table the whole call of the tf32x3 form
+took 2.5-7 % longer than the tf32 one's.
 """
 
 import os
