@@ -106,6 +106,18 @@ set -uo pipefail
 deadline=$(( $(date +%s) + ${SECONDS_BUDGET:-560} ))
 left() { echo $(( deadline - $(date +%s) )); }
 P="bash benchmarks/packed.sh"
+# candidate sweeps: variants_h200.sh on a folder of candidates (sweep_dir PART DIR [ENV=VALUE ...];
+# a later SWEEP_SECONDS overrides the default share), or on a study's edits written out first
+# (sweep PART SPEC DIR [ENV=VALUE ...]; fails, and the part is skipped, if they cannot be written)
+sweep_dir() {
+  local part=$1 dir=$2; shift 2
+  $P "$part" env VARIANTS_DIR="$dir" SWEEP_SECONDS=$(( $(left) - 20 )) "$@" bash benchmarks/variants_h200.sh
+}
+sweep() {
+  local part=$1 spec=$2 dir=$3; shift 3
+  python3 benchmarks/make_candidates.py "$spec" "$dir" || { echo "$part: no candidates"; return 1; }
+  sweep_dir "$part" "$dir" "$@"
+}
 for part in ${PARTS:-trust fla}; do
   (( $(left) > 30 )) || { echo "no time left for $part"; continue; }
   case $part in
@@ -154,37 +166,27 @@ for part in ${PARTS:-trust fla}; do
           python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-tinv/candidates.toml /tmp/gdn_ti \
             && cp /tmp/gdn_ti/gdn_chunk_prefill/tinv_w1_tf32_syncfree.py /tmp/adopt/gdn_chunk_prefill/ \
             || { echo "adopt: no candidate"; continue; }
-          $P adopt env VARIANTS_DIR=/tmp/adopt WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
-            EXTRA="--tasks w4a16_gemm,gdn_chunk_prefill --solution expert --solution baselines" bash benchmarks/variants_h200.sh ;;
-    w4m16) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-w4a16-m16-gluon/candidates.toml /tmp/w4m16 \
-            || { echo "w4m16: no candidates"; continue; }
-          # issue 15's open target (W4A16 M = 16 at 0.7 of copy): mma.sync from registers in Gluon,
+          sweep_dir adopt /tmp/adopt WORKLOAD_TIMEOUT=120 \
+            EXTRA="--tasks w4a16_gemm,gdn_chunk_prefill --solution expert --solution baselines" ;;
+    w4m16) # issue 15's open target (W4A16 M = 16 at 0.7 of copy): mma.sync from registers in Gluon,
           # never run; the m1/m128 rows run shipped code (the call's noise check)
-          $P w4m16 env VARIANTS_DIR=/tmp/w4m16 WORKLOAD_TIMEOUT=180 SWEEP_SECONDS=$(( $(left) - 20 )) \
-            bash benchmarks/variants_h200.sh ;;
-    w4loads) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-w4a16-loads/candidates.toml /tmp/w4loads \
-            || { echo "w4loads: no candidates"; continue; }
-          # issue 15's open target again: the M = 1 GEMV's loads fixed (groupload) and its decode cut
+          sweep w4m16 benchmarks/studies/2026-12-05-w4a16-m16-gluon/candidates.toml /tmp/w4m16 WORKLOAD_TIMEOUT=180 ;;
+    w4loads) # issue 15's open target again: the M = 1 GEMV's loads fixed (groupload) and its decode cut
           # to a LOP3 and an FFMA a code (subnormal); the m16/m128 rows run shipped code (noise check)
-          $P w4loads env VARIANTS_DIR=/tmp/w4loads WORKLOAD_TIMEOUT=180 \
-            SWEEP_SECONDS=$(( $(left) - 20 )) bash benchmarks/variants_h200.sh ;;
-    w4fw) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-w4a16-fullwave/candidates.toml /tmp/w4fw \
-            || { echo "w4fw: no candidates"; continue; }
-          # issue 15's open target (W4A16 M = 1 at 0.7 of copy): stream-K / fitted-split GEMVs, the
+          sweep w4loads benchmarks/studies/2026-12-05-w4a16-loads/candidates.toml /tmp/w4loads WORKLOAD_TIMEOUT=180 ;;
+    w4fw) # issue 15's open target (W4A16 M = 1 at 0.7 of copy): stream-K / fitted-split GEMVs, the
           # autotuner's picks printed; the m16/m128 rows are the shipped paths (the call's noise check)
-          $P w4fw env TRITON_PRINT_AUTOTUNING=1 VARIANTS_DIR=/tmp/w4fw WORKLOAD_TIMEOUT=180 \
-            SWEEP_SECONDS=$(( $(left) - 20 )) bash benchmarks/variants_h200.sh ;;
-    merge) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-merge-candidates/candidates.toml /tmp/merge_c \
-             || { echo "merge: no candidates"; continue; }
-           $P merge env VARIANTS_DIR=/tmp/merge_c WORKLOAD_TIMEOUT=60 SWEEP_SECONDS=$(( $(left) - 20 < 130 ? $(left) - 20 : 130 )) \
-             EXTRA="--tasks merge_attn_states --solution compiled --workloads bench" bash benchmarks/variants_h200.sh ;;
+          sweep w4fw benchmarks/studies/2026-12-05-w4a16-fullwave/candidates.toml /tmp/w4fw \
+            TRITON_PRINT_AUTOTUNING=1 WORKLOAD_TIMEOUT=180 ;;
+    merge) sweep merge benchmarks/studies/2026-12-04-merge-candidates/candidates.toml /tmp/merge_c WORKLOAD_TIMEOUT=60 \
+             SWEEP_SECONDS=$(( $(left) - 20 < 130 ? $(left) - 20 : 130 )) \
+             EXTRA="--tasks merge_attn_states --solution compiled --workloads bench" ;;
     w4b) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-04-w4a16-bandwidth/candidates.toml /tmp/w4b_c \
            || { echo "w4b: no candidates"; continue; }
          # the adoptable ones first (files run in name order): gemv_h2's fp16 dot breaks the task's
          # fp32-accumulation contract and is timed last, only to size what that math would buy
          for f in gemv_h2 gemv_h2_pairs; do mv /tmp/w4b_c/w4a16_gemm/$f.py /tmp/w4b_c/w4a16_gemm/zz_$f.py; done
-         $P w4b env VARIANTS_DIR=/tmp/w4b_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
-           bash benchmarks/variants_h200.sh ;;
+         sweep_dir w4b /tmp/w4b_c WORKLOAD_TIMEOUT=120 ;;
     c14) c14_seconds=$(( $(left) - 10 ))
          # issue 14's compiled cells: paged_decode_gqa's were never reached (sessions 8-15), MLA's last
          # three did not finish in ~150 s; a 240 s limit per workload, half the time each
@@ -219,18 +221,11 @@ for part in ${PARTS:-trust fla}; do
             substr(reason, 1, 200) AS reason FROM evaluations ORDER BY 1" --format json > "$OUT/compiled_gqa.json"' ;;
     cmla) $P cmla bash -c 'export D2K_DB=/tmp/cmla.duckdb; TIMEOUT=240 TASKS=mla_decode SOLUTIONS=compiled \
            BENCH_SECONDS='"$(( $(left) - 10 ))"' bash benchmarks/content_b_h200.sh' ;;
-    gdnc) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-prefill-candidates/candidates.toml /tmp/gdn_c \
-            || { echo "gdnc: no candidates"; continue; }
-          $P gdnc env VARIANTS_DIR=/tmp/gdn_c WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
-            EXTRA="--tasks gdn_chunk_prefill --solution tasks/gdn_chunk_prefill/baselines/fla.py" bash benchmarks/variants_h200.sh ;;
-    gdnsf) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-syncfree/candidates.toml /tmp/gdn_sf \
-            || { echo "gdnsf: no candidates"; continue; }
-          $P gdnsf env VARIANTS_DIR=/tmp/gdn_sf WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
-            EXTRA="--tasks gdn_chunk_prefill --solution tasks/gdn_chunk_prefill/baselines/fla.py" bash benchmarks/variants_h200.sh ;;
-    gdntinv) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-tinv/candidates.toml /tmp/gdn_ti \
-            || { echo "gdntinv: no candidates"; continue; }
-          $P gdntinv env VARIANTS_DIR=/tmp/gdn_ti WORKLOAD_TIMEOUT=120 SWEEP_SECONDS=$(( $(left) - 20 )) \
-            bash benchmarks/variants_h200.sh ;;
+    gdnc) sweep gdnc benchmarks/studies/2026-12-05-gdn-prefill-candidates/candidates.toml /tmp/gdn_c WORKLOAD_TIMEOUT=120 \
+            EXTRA="--tasks gdn_chunk_prefill --solution tasks/gdn_chunk_prefill/baselines/fla.py" ;;
+    gdnsf) sweep gdnsf benchmarks/studies/2026-12-05-gdn-syncfree/candidates.toml /tmp/gdn_sf WORKLOAD_TIMEOUT=120 \
+            EXTRA="--tasks gdn_chunk_prefill --solution tasks/gdn_chunk_prefill/baselines/fla.py" ;;
+    gdntinv) sweep gdntinv benchmarks/studies/2026-12-05-gdn-tinv/candidates.toml /tmp/gdn_ti WORKLOAD_TIMEOUT=120 ;;
     gdnprof) python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-prefill-candidates/candidates.toml /tmp/gdn_c \
             || { echo "gdnprof: no candidates"; continue; }
           w=gdn_chunk_prefill:gdn_prefill_qk16_v32_d128_k_last_1x32768
