@@ -1,14 +1,13 @@
 """benchmarks/aot_screen.py: Triton kernels compiled for sm_90 on a machine without a GPU, and what
 the compiler reports of them; every study's screen spec names files and candidates that exist."""
 
-import re
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
-from git_history import has_commit
+from git_history import has_commit, pinned_commits
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -63,7 +62,7 @@ def test_a_missing_kernel_or_parameter_is_named(tmp_path):
 
 
 def test_every_study_screen_names_kernels_that_exist(tmp_path):
-    specs = sorted((ROOT / "benchmarks" / "studies").glob("*/screen.toml"))
+    specs = sorted((ROOT / "benchmarks" / "studies").glob("*/*screen.toml"))   # screen.toml, adopt_screen.toml
     assert specs
     for spec in specs:
         entries = tomllib.loads(spec.read_text())["kernels"]
@@ -72,7 +71,7 @@ def test_every_study_screen_names_kernels_that_exist(tmp_path):
             edits = spec.parent / entry.get("candidates", "candidates.toml")
             needed = [entry["commit"]] if "commit" in entry else []
             if "candidate" in entry:
-                needed += re.findall(r'^commit = "([0-9a-f]+)"', edits.read_text(), re.M)
+                needed += pinned_commits(edits)
             if not all(map(has_commit, needed)):
                 continue
             path = aot_screen._kernel_file(entry, spec, tmp_path / spec.parent.name)

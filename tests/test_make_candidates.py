@@ -1,13 +1,12 @@
 """benchmarks/make_candidates.py: a study's candidates are written from the shipped files and the
 study's edits, and an edit that no longer matches its base stops the run."""
 
-import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from git_history import has_commit
+from git_history import has_commit, pinned_commits
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "make_candidates.py"
@@ -22,8 +21,7 @@ def test_every_shipped_spec_applies_to_its_base(tmp_path):
     assert specs
     ran = 0
     for spec in specs:
-        commits = set(re.findall(r'^commit = "([0-9a-f]+)"', spec.read_text(), re.M))
-        if not all(map(has_commit, commits)):
+        if not all(map(has_commit, pinned_commits(spec))):
             continue            # a shallow clone: the base commit is not here (checked where it is)
         ran += 1
         done = _run(spec, tmp_path / spec.parent.name)
@@ -91,7 +89,7 @@ def test_a_commit_the_checkout_cannot_read_is_an_error(tmp_path):
 def test_a_snapshot_without_history_reads_its_pinned_bases_from_dot_bases(tmp_path):
     # a device call runs on `git archive` output (benchmarks/snapshot.sh): no history to `git show`
     spec = ROOT / "benchmarks" / "studies" / "2026-12-05-w4a16-loads" / "candidates.toml"
-    commits = set(re.findall(r'^commit = "([0-9a-f]+)"', spec.read_text(), re.M))
+    commits = pinned_commits(spec)
     assert commits
     if not all(map(has_commit, commits)):
         return                  # a shallow clone: the pinned commit is not here to copy
