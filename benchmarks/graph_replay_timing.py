@@ -56,7 +56,9 @@ def graph_time(fn, reps: int = 5) -> list[float]:
     return out
 
 
-def measure(bench: Benchmark, task_id: str, workload_id: str, solution: str, calls: int) -> dict:
+def input_sets(bench: Benchmark, task_id: str, workload_id: str, solution: str) -> tuple:
+    """The solution's entry point and 2-8 copies of the workload's inputs on the GPU (at most 2 GB
+    in all), to rotate over as d2k does."""
     task = task_payload(bench, task_id, "cuda")
     workload = next(w for w in bench.workloads[task_id] if w.id == workload_id).model_dump()
     reference = load_module(bench.task_dir(task_id) / "reference.py", f"ref_{task_id}")
@@ -64,7 +66,12 @@ def measure(bench: Benchmark, task_id: str, workload_id: str, solution: str, cal
     fn = reference.reference if solution == "reference" else load_module(path, f"sol_{task_id}").run
     base = build_inputs(task["signature"], workload, int(workload.get("seed", 0)) * 1_000_003, "cuda", False, reference)
     n_sets = int(min(8, max(2, 2e9 // max(tensor_bytes(base), 1))))
-    sets = [clone_inputs(base) for _ in range(n_sets)]
+    return fn, [clone_inputs(base) for _ in range(n_sets)]
+
+
+def measure(bench: Benchmark, task_id: str, workload_id: str, solution: str, calls: int) -> dict:
+    fn, sets = input_sets(bench, task_id, workload_id, solution)
+    n_sets = len(sets)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     flush = torch.zeros(2 * l2 // 4, dtype=torch.int32, device="cuda")
     sink = torch.zeros((), dtype=torch.int64, device="cuda")

@@ -159,6 +159,9 @@ for part in ${PARTS:-trust fla}; do
     roof) $P roof bash -c 'source benchmarks/gpu_env.sh
           timeout '"$(( $(left) - 10 < 150 ? $(left) - 10 : 150 ))"' python3 benchmarks/read_roof.py \
             > "$OUT/read_roof.jsonl" 2> "$OUT/read_roof.err"' ;;
+    decomp) # issue 17's short-kernel offset term by term (span_decompose.py, ncu with and without cache
+          # control, d2k's span): the agreement target is missed on every short kernel
+          $P decomp env SECONDS_BUDGET=$(( $(left) - 10 )) bash benchmarks/decompose_h200.sh ;;
     adopt) # session 27's adopted experts timed whole for the first time: gdn_chunk_prefill's
           # (tinv_w1_x3_syncfree) beside the tf32 form that was timed, fla-core and itself again
           # (the EXTRA pass repeats it: a same-call noise check), and w4a16_gemm's beside gemlite

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Issue 17's short-kernel offset taken apart, in one device call. Writes under $OUT:
+#   decompose.jsonl   benchmarks/span_decompose.py on every bench workload of the five agreement
+#                     tasks' experts: the span as d2k records it, behind a flush without the sleep,
+#                     and every term of a CUDA-graph replay's per-call figure (CUPTI)
+#   ncu_all.csv, ncu_none.csv, ncu_*_cases.json  Nsight Compute's durations of the same calls with
+#                     the caches flushed (--cache-control all, as in the agreement study) and not
+#                     (none): is ncu's extra microsecond cache refill or its own per-kernel cost?
+#   agreement.json    d2k's span mode (read flush) on the same workloads, one process
+# Table: python3 benchmarks/span_decompose_table.py OUT_DIR
+set -uo pipefail
+export D2K_DB=${D2K_DB:-/tmp/decompose.duckdb}
+source benchmarks/gpu_env.sh
+DEADLINE=$(( $(date +%s) + ${SECONDS_BUDGET:-560} ))
+budget() { local left=$(( DEADLINE - $(date +%s) )); (( left < $1 )) && echo $(( left > 1 ? left : 1 )) || echo "$1"; }
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+TASKS=${TASKS:-rmsnorm silu_and_mul softmax_vocab moe_grouped_topk_routing top_k_top_p_sampling}
+CASES=""
+for t in $TASKS; do
+  for w in $(python3 -c "import json;[print(json.loads(l)['id']) for l in open('workloads/$t.jsonl') if json.loads(l)['tag']=='bench']"); do CASES="$CASES $t:$w"; done
+done
+timeout $(budget ${DECOMPOSE_SECONDS:-200}) python3 benchmarks/span_decompose.py --calls ${CALLS:-40} $CASES \
+  > "$OUT/decompose.jsonl" 2> "$OUT/decompose.err"
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+for cache in all none; do
+  [[ -n $NCU ]] || { echo "no ncu" | tee "$OUT/ncu.err"; break; }
+  timeout $(budget ${NCU_SECONDS:-90}) "$NCU" --clock-control none --cache-control $cache --metrics gpu__time_duration.sum \
+    --profile-from-start off --target-processes all -f -o /tmp/ncu_$cache \
+    python3 benchmarks/ncu_calls.py ${NCU_CALLS:-10} $CASES > "$OUT/ncu_$cache.log" 2>&1
+  grep '^CASES ' "$OUT/ncu_$cache.log" | sed 's/^CASES //' > "$OUT/ncu_${cache}_cases.json"
+  "$NCU" -i /tmp/ncu_$cache.ncu-rep --csv --page raw --print-units base > "$OUT/ncu_$cache.csv" 2>> "$OUT/ncu_$cache.log"
+done
+D2K_TIMING='{"device_span": true, "flush_mode": "read"}' timeout $(budget ${SPAN_SECONDS:-120}) python3 -m d2k bench \
+  --tasks "$(echo $TASKS | tr ' ' ',')" --solution expert --force > "$OUT/span.log" 2>&1
+python3 -m d2k sql "SELECT task_id, workload_id, run_id, median_ms, event_median_ms, span_median_ms, kernel_sum_median_ms, kernels_per_call, status FROM evaluations WHERE backend='cuda' AND span_median_ms IS NOT NULL ORDER BY task_id, workload_id, created_at" --format json > "$OUT/agreement.json"
+python3 benchmarks/span_decompose_table.py "$OUT" > "$OUT/decompose_table.md" 2>&1

@@ -1,0 +1,238 @@
+"""Where does a short kernel's extra microsecond go? Issue 17's agreement check, taken apart.
+
+d2k's device span (CUPTI's kernel timestamps, read flush, a device-side hold between the flush and
+the call) sits 0.5-1.5 us below Nsight Compute's ``gpu__time_duration`` and below a CUDA-graph
+replay's per-call figure on every short kernel, while kernels of 30 us and more agree to +-3 %.
+This script times the same calls of one solution several ways in one process, each under CUPTI
+(torch.profiler, device activity only), so that every term of the graph replay's figure is seen:
+
+  eager_hold    flush, a ~HOLD_US device sleep, the call: what d2k's span mode records
+  eager_direct  flush, the call (no sleep): is the kernel slower right behind the flush?
+  graph_direct  CUDA graph of N x (flush, call) against N x (flush): graph_replay_timing.py's
+                figure ((G1 - G2) / N by events), and under CUPTI the flush's own duration in
+                each graph (does the call's dirty data lengthen the next flush?) and the idle
+                gaps around the call's kernels
+  graph_hold    the same with the sleep between flush and call in both graphs
+  graph_warm    N x (call) back to back, no flush: the warm-L2 kernel and the launch-to-launch gap
+
+    python3 benchmarks/span_decompose.py [--calls N] TASK:WORKLOAD[:SOLUTION] ... > decompose.jsonl
+
+One JSON line per case; per variant the medians (us) of: ``span`` (first start to last end of the
+call's kernels), ``kernel_sum``, ``kernels``, ``flush`` (the flush kernel before the call),
+``gap_before`` (idle time between the kernel before the call, flush or sleep, and its first kernel),
+``gap_after`` (from its last kernel to the next flush); for graphs also ``per_call_events``
+((G1 - G2) / N from event-timed replays) and ``per_call_cupti`` (the same from CUPTI's first-start
+to last-end of each replay). Runs in-process (no sandbox): a measuring tool for the shipped kernels,
+not a harness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from graph_replay_timing import input_sets  # noqa: E402
+from profile_kernels import parse as parse_case  # noqa: E402
+
+from d2k.content import Benchmark  # noqa: E402
+from d2k.execution.timing import trace_events  # noqa: E402
+
+SLEEP_KERNEL = "spin_kernel"  # torch.cuda._sleep's kernel
+
+
+def kernels_of(events: list[dict]) -> list[tuple[float, float, str]]:
+    """(start us, end us, name) of every kernel in a trace, in start order."""
+    out = [(float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), str(e.get("name", "")))
+           for e in events if e.get("cat") == "kernel"]
+    return sorted(out)
+
+
+def segment(kernels: list[tuple[float, float, str]], flush_names: set[str]) -> list[dict]:
+    """Split a single-stream kernel sequence into calls: each call is the kernels after a flush
+    kernel (sleep kernels left out) up to the next flush. Per call: its span, kernel sum and
+    count, the flush before it, and the idle gaps before its first and after its last kernel."""
+    calls = []
+    i = 0
+    while i < len(kernels):
+        if kernels[i][2] not in flush_names:
+            i += 1
+            continue
+        flush = kernels[i]
+        j = i + 1
+        previous_end = flush[1]
+        while j < len(kernels) and kernels[j][2] == SLEEP_KERNEL:
+            previous_end = kernels[j][1]
+            j += 1
+        start = j
+        while j < len(kernels) and kernels[j][2] not in flush_names:
+            j += 1
+        own = [k for k in kernels[start:j] if k[2] != SLEEP_KERNEL]
+        if own:
+            calls.append({
+                "span": max(k[1] for k in own) - own[0][0],
+                "kernel_sum": sum(k[1] - k[0] for k in own),
+                "kernels": len(own),
+                "flush": flush[1] - flush[0],
+                "gap_before": own[0][0] - previous_end,
+                "gap_after": kernels[j][0] - max(k[1] for k in own) if j < len(kernels) else None,
+            })
+        else:  # a flush with nothing after it (a flush-only graph): its duration still counts
+            calls.append({"flush": flush[1] - flush[0],
+                          "gap_after": kernels[j][0] - flush[1] if j < len(kernels) else None})
+        i = j
+    return calls
+
+
+def medians(calls: list[dict]) -> dict:
+    keys = sorted({k for c in calls for k in c})
+    out = {}
+    for key in keys:
+        values = [c[key] for c in calls if c.get(key) is not None]
+        if values:
+            out[key] = round(statistics.median(values), 3)
+    out["calls"] = len(calls)
+    return out
+
+
+def profiled(run) -> list[dict]:
+    """Trace events of ``run()`` under CUPTI (device activity only)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    return trace_events(prof)
+
+
+def capture(body):
+    """A CUDA graph of ``body()`` (captured on a side stream after one warm-up run there)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        body()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        body()
+    return graph
+
+
+def replay_ms(graph, reps: int = 5) -> list[float]:
+    """Event-timed replays of a captured graph (ms each)."""
+    graph.replay()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        out.append(start.elapsed_time(end))
+    return out
+
+
+def replay_span_us(graph) -> tuple[float, list[dict]]:
+    """CUPTI's first start to last end of one replay, and the replay's trace events."""
+    events = profiled(graph.replay)
+    ks = kernels_of(events)
+    return (ks[-1][1] - ks[0][0]) if ks else 0.0, events
+
+
+def decompose(bench: Benchmark, task_id: str, workload_id: str, solution: str, calls: int, hold_us: float) -> dict:
+    fn, sets = input_sets(bench, task_id, workload_id, solution)
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush_buf = torch.zeros(2 * l2 // 4, dtype=torch.int32, device="cuda")
+    sink = torch.zeros((), dtype=torch.int64, device="cuda")
+
+    def flush():
+        torch.sum(flush_buf, dim=0, dtype=torch.int64, out=sink)
+
+    flush_names = {k[2] for k in kernels_of(profiled(flush))}
+    for s in sets:  # compile and autotune outside everything measured
+        fn(**s)
+    torch.cuda.synchronize()
+    # the sleep's cycles for hold_us: timed on an idle device
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(100_000)
+    end.record()
+    torch.cuda.synchronize()
+    cycles = int(100_000 * hold_us / max(start.elapsed_time(end) * 1e3, 1e-3))
+
+    def calls_body(with_flush: bool, with_sleep: bool, with_call: bool):
+        def body():
+            for k in range(calls):
+                if with_flush:
+                    flush()
+                if with_sleep:
+                    torch.cuda._sleep(cycles)
+                if with_call:
+                    fn(**sets[k % len(sets)])
+        return body
+
+    row: dict = {"task": task_id, "workload": workload_id, "solution": solution, "calls": calls,
+                 "hold_us": hold_us, "flush_kernels": sorted(flush_names)}
+    for name, sleep in (("eager_hold", True), ("eager_direct", False)):
+        row[name] = medians(segment(kernels_of(profiled(calls_body(True, sleep, True))), flush_names))
+    for name, sleep in (("graph_direct", False), ("graph_hold", True)):
+        try:
+            with_calls = capture(calls_body(True, sleep, True))
+            without = capture(calls_body(True, sleep, False))
+            g1, g2 = replay_ms(with_calls), replay_ms(without)
+            s1, e1 = replay_span_us(with_calls)
+            s2, e2 = replay_span_us(without)
+            row[name] = {
+                **medians(segment(kernels_of(e1), flush_names)),
+                "flush_only_graph_flush": medians(segment(kernels_of(e2), flush_names)).get("flush"),
+                "per_call_events": round((statistics.median(g1) - statistics.median(g2)) * 1e3 / calls, 3),
+                "per_call_cupti": round((s1 - s2) / calls, 3),
+            }
+            del with_calls, without
+        except Exception as exc:  # host syncs or host-side state make some calls uncapturable
+            row[name] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    try:
+        warm = capture(calls_body(False, False, True))
+        g = replay_ms(warm)
+        s, events = replay_span_us(warm)
+        ks = kernels_of(events)
+        gaps = [b[0] - a[1] for a, b in zip(ks, ks[1:], strict=False)]
+        row["graph_warm"] = {"per_call_events": round(statistics.median(g) * 1e3 / calls, 3),
+                             "per_call_cupti": round(s / calls, 3),
+                             "kernel": round(statistics.median(k[1] - k[0] for k in ks), 3) if ks else None,
+                             "gap": round(statistics.median(gaps), 3) if gaps else None}
+        del warm
+    except Exception as exc:
+        row["graph_warm"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    return row
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=40)
+    parser.add_argument("--hold-us", type=float, default=30.0)
+    parser.add_argument("cases", nargs="+", help="TASK:WORKLOAD[:SOLUTION]")
+    args = parser.parse_args(argv)
+    bench = Benchmark.load(only=sorted({parse_case(c)[0] for c in args.cases}))
+    for case in args.cases:
+        task_id, workload_id, solution = parse_case(case)
+        try:
+            row = decompose(bench, task_id, workload_id, solution, args.calls, args.hold_us)
+        except Exception as exc:
+            row = {"task": task_id, "workload": workload_id, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        print(json.dumps(row), flush=True)
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

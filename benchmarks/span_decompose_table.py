@@ -1,0 +1,69 @@
+"""The table of one decompose_h200.sh call: issue 17's short-kernel offset, term by term.
+
+    python3 benchmarks/span_decompose_table.py OUT_DIR
+
+Per workload (µs): d2k's span (agreement.json, span mode), the same solution's span behind flush +
+sleep and behind the flush alone (eager_hold / eager_direct), the CUDA-graph replay's per-call
+figure by events and its terms under CUPTI (the call's kernel span inside the graph, the idle gaps
+before and after it, and how much longer the flush runs after the call than after another flush),
+the warm-L2 kernel, and ncu's kernel sum with caches flushed (all) and not (none), less ncu's
+marker (a near-empty kernel) in each mode.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing_agreement_table import ncu_per_call  # noqa: E402
+
+
+def fmt(value) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) else "—"
+
+
+def main(out: str) -> int:
+    out_dir = Path(out)
+    rows = [json.loads(line) for line in (out_dir / "decompose.jsonl").read_text().splitlines() if line.strip()]
+    spans: dict = {}
+    if (out_dir / "agreement.json").exists():
+        for r in json.loads((out_dir / "agreement.json").read_text()):
+            if r.get("status") == "passed" and r.get("span_median_ms") is not None:
+                spans.setdefault((r["task_id"], r["workload_id"]), []).append(r["span_median_ms"] * 1e3)
+    ncu, marker = {}, {}
+    for cache in ("all", "none"):
+        csv_path, cases = out_dir / f"ncu_{cache}.csv", out_dir / f"ncu_{cache}_cases.json"
+        if csv_path.exists() and cases.exists() and cases.read_text().strip():
+            try:
+                ncu[cache], markers = ncu_per_call(csv_path, cases)
+                marker[cache] = statistics.median(markers) if markers else None
+            except SystemExit as exc:  # a partial ncu run: say so, keep the rest of the table
+                print(f"(ncu {cache}: {exc})")
+    for cache, m in marker.items():
+        print(f"(ncu --cache-control {cache}: the marker kernel, a 100-cycle spin, {fmt(m)} µs)")
+    print()
+    print("| workload | d2k span | eager_hold span | eager_direct span | graph per call (events) | graph: call span "
+          "| gap before | gap after | flush after call − after flush | warm kernel | warm graph per call "
+          "| ncu all | ncu none |")
+    print("|---|" + "---|" * 12)
+    for r in rows:
+        key = (r["task"], r["workload"])
+        if "error" in r:
+            print(f"| {r['workload']} | error: {r['error'][:80]} |" + " |" * 11)
+            continue
+        g, h, d, w = r.get("graph_direct", {}), r.get("eager_hold", {}), r.get("eager_direct", {}), r.get("graph_warm", {})
+        flush_extra = (g["flush"] - g["flush_only_graph_flush"]
+                       if isinstance(g.get("flush"), float) and isinstance(g.get("flush_only_graph_flush"), float) else None)
+        d2k = statistics.median(spans[key]) if key in spans else None
+        ncu_cells = [fmt(ncu[c][key]["sum_us"]) if c in ncu and key in ncu[c] else "—" for c in ("all", "none")]
+        print(f"| {r['workload']} | {fmt(d2k)} | {fmt(h.get('span'))} | {fmt(d.get('span'))} | {fmt(g.get('per_call_events'))} "
+              f"| {fmt(g.get('span'))} | {fmt(g.get('gap_before'))} | {fmt(g.get('gap_after'))} | {fmt(flush_extra)} "
+              f"| {fmt(w.get('kernel'))} | {fmt(w.get('per_call_events'))} | {ncu_cells[0]} | {ncu_cells[1]} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))

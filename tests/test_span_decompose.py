@@ -1,0 +1,36 @@
+"""benchmarks/span_decompose.py: how a profile's kernel list is cut into calls. The GPU figures
+come only from a GPU; what is checked here is that every term lands where it belongs."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+span_decompose = pytest.importorskip("span_decompose")
+
+FLUSH = "reduce_kernel"
+
+
+def test_calls_split_at_flushes_with_sleeps_left_out_and_gaps_measured():
+    ks = [
+        (0.0, 30.0, FLUSH), (30.5, 60.5, "spin_kernel"), (62.0, 64.0, "a"), (64.5, 65.5, "b"),
+        (66.0, 96.0, FLUSH), (97.0, 100.0, "a"),
+        (101.0, 131.0, FLUSH),  # a trailing flush with no call after it
+    ]
+    calls = span_decompose.segment(ks, {FLUSH})
+    assert calls[0] == {"span": 3.5, "kernel_sum": 3.0, "kernels": 2, "flush": 30.0,
+                        "gap_before": 1.5, "gap_after": 0.5}
+    assert calls[1] == {"span": 3.0, "kernel_sum": 3.0, "kernels": 1, "flush": 30.0,
+                        "gap_before": 1.0, "gap_after": 1.0}
+    assert calls[2] == {"flush": 30.0, "gap_after": None}
+    m = span_decompose.medians(calls)
+    assert m["flush"] == 30.0 and m["span"] == 3.25 and m["calls"] == 3
+
+
+def test_a_flush_only_sequence_gives_flush_durations_and_flush_to_flush_gaps():
+    ks = [(0.0, 10.0, FLUSH), (10.25, 20.25, FLUSH), (21.0, 31.5, FLUSH)]
+    calls = span_decompose.segment(ks, {FLUSH})
+    assert [c["flush"] for c in calls] == [10.0, 10.0, 10.5]
+    assert [c["gap_after"] for c in calls] == [0.25, 0.75, None]
+    assert "span" not in span_decompose.medians(calls)
