@@ -165,12 +165,13 @@ for part in ${PARTS:-trust fla}; do
     adopt) # session 27's adopted experts timed whole for the first time: gdn_chunk_prefill's
           # (tinv_w1_x3_syncfree) beside the tf32 form that was timed, fla-core and itself again
           # (the EXTRA pass repeats it: a same-call noise check), and w4a16_gemm's beside gemlite
+          # (ADOPT_TASKS=gdn_chunk_prefill leaves w4a16 out where w4m16 times its expert in the call)
           mkdir -p /tmp/adopt/gdn_chunk_prefill
           python3 benchmarks/make_candidates.py benchmarks/studies/2026-12-05-gdn-tinv/candidates.toml /tmp/gdn_ti \
             && cp /tmp/gdn_ti/gdn_chunk_prefill/tinv_w1_tf32_syncfree.py /tmp/adopt/gdn_chunk_prefill/ \
             || { echo "adopt: no candidate"; continue; }
           sweep_dir adopt /tmp/adopt WORKLOAD_TIMEOUT=120 \
-            EXTRA="--tasks w4a16_gemm,gdn_chunk_prefill --solution expert --solution baselines" ;;
+            EXTRA="--tasks ${ADOPT_TASKS:-w4a16_gemm,gdn_chunk_prefill} --solution expert --solution baselines" ;;
     w4m16) # issue 15's open target (W4A16 M = 16 at 0.7 of copy): mma.sync from registers in Gluon,
           # never run; the m1/m128 rows run shipped code (the call's noise check)
           sweep w4m16 benchmarks/studies/2026-12-05-w4a16-m16-gluon/candidates.toml /tmp/w4m16 WORKLOAD_TIMEOUT=180 ;;
