@@ -32,17 +32,22 @@ from d2k.execution.worker import load_module  # noqa: E402
 from d2k.job_payload import task_payload  # noqa: E402
 
 
-def graph_time(fn, reps: int = 5) -> list[float]:
-    """Milliseconds per replay of a captured graph of ``fn``, ``reps`` replays."""
+def capture(fn):
+    """A CUDA graph of ``fn()``, captured on a side stream after one warm-up run there."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        fn()  # warm-up on the capture stream
+        fn()
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         fn()
+    return graph
+
+
+def replay_ms(graph, reps: int = 5) -> list[float]:
+    """Milliseconds per replay of ``graph`` by CUDA events, ``reps`` replays after one untimed."""
     graph.replay()
     torch.cuda.synchronize()
     out = []
@@ -54,6 +59,11 @@ def graph_time(fn, reps: int = 5) -> list[float]:
         torch.cuda.synchronize()
         out.append(start.elapsed_time(end))
     return out
+
+
+def graph_time(fn, reps: int = 5) -> list[float]:
+    """Milliseconds per replay of a captured graph of ``fn``, ``reps`` replays."""
+    return replay_ms(capture(fn), reps)
 
 
 def input_sets(bench: Benchmark, task_id: str, workload_id: str, solution: str) -> tuple:

@@ -38,7 +38,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from graph_replay_timing import input_sets  # noqa: E402
+from graph_replay_timing import capture, input_sets, replay_ms  # noqa: E402
 from profile_kernels import parse as parse_case  # noqa: E402
 
 from d2k.content import Benchmark  # noqa: E402
@@ -110,35 +110,6 @@ def profiled(run) -> list[dict]:
         run()
         torch.cuda.synchronize()
     return trace_events(prof)
-
-
-def capture(body):
-    """A CUDA graph of ``body()`` (captured on a side stream after one warm-up run there)."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        body()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        body()
-    return graph
-
-
-def replay_ms(graph, reps: int = 5) -> list[float]:
-    """Event-timed replays of a captured graph (ms each)."""
-    graph.replay()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        out.append(start.elapsed_time(end))
-    return out
 
 
 def replay_span_us(graph) -> tuple[float, list[dict]]:
