@@ -54,18 +54,21 @@ def kernels_of(events: list[dict]) -> list[tuple[float, float, str]]:
     return sorted(out)
 
 
-def segment(kernels: list[tuple[float, float, str]], flush_names: set[str]) -> list[dict]:
+def segment(kernels: list[tuple[float, float, str]], flush_names: set[str], per_flush: int = 1) -> list[dict]:
     """Split a single-stream kernel sequence into calls: each call is the kernels after a flush
-    kernel (sleep kernels left out) up to the next flush. Per call: its span, kernel sum and
-    count, the flush before it, and the idle gaps before its first and after its last kernel."""
+    (``per_flush`` consecutive flush kernels; sleep kernels left out) up to the next flush. Per
+    call: its span, kernel sum and count, the flush before it, and the idle gaps before its first
+    and after its last kernel."""
     calls = []
     i = 0
     while i < len(kernels):
         if kernels[i][2] not in flush_names:
             i += 1
             continue
-        flush = kernels[i]
         j = i + 1
+        while j < min(i + per_flush, len(kernels)) and kernels[j][2] in flush_names:
+            j += 1
+        flush = (kernels[i][0], kernels[j - 1][1], sum(k[1] - k[0] for k in kernels[i:j]))
         previous_end = flush[1]
         while j < len(kernels) and kernels[j][2] == SLEEP_KERNEL:
             previous_end = kernels[j][1]
@@ -79,12 +82,12 @@ def segment(kernels: list[tuple[float, float, str]], flush_names: set[str]) -> l
                 "span": max(k[1] for k in own) - own[0][0],
                 "kernel_sum": sum(k[1] - k[0] for k in own),
                 "kernels": len(own),
-                "flush": flush[1] - flush[0],
+                "flush": flush[2],
                 "gap_before": own[0][0] - previous_end,
                 "gap_after": kernels[j][0] - max(k[1] for k in own) if j < len(kernels) else None,
             })
         else:  # a flush with nothing after it (a flush-only graph): its duration still counts
-            calls.append({"flush": flush[1] - flush[0],
+            calls.append({"flush": flush[2],
                           "gap_after": kernels[j][0] - flush[1] if j < len(kernels) else None})
         i = j
     return calls
@@ -128,7 +131,8 @@ def decompose(bench: Benchmark, task_id: str, workload_id: str, solution: str, c
     def flush():
         torch.sum(flush_buf, dim=0, dtype=torch.int64, out=sink)
 
-    flush_names = {k[2] for k in kernels_of(profiled(flush))}
+    flush_kernels = kernels_of(profiled(flush))
+    flush_names, per_flush = {k[2] for k in flush_kernels}, max(len(flush_kernels), 1)
     for s in sets:  # compile and autotune outside everything measured
         fn(**s)
     torch.cuda.synchronize()
@@ -152,9 +156,9 @@ def decompose(bench: Benchmark, task_id: str, workload_id: str, solution: str, c
         return body
 
     row: dict = {"task": task_id, "workload": workload_id, "solution": solution, "calls": calls,
-                 "hold_us": hold_us, "flush_kernels": sorted(flush_names)}
+                 "hold_us": hold_us, "flush_kernels": [k[2] for k in flush_kernels]}
     for name, sleep in (("eager_hold", True), ("eager_direct", False)):
-        row[name] = medians(segment(kernels_of(profiled(calls_body(True, sleep, True))), flush_names))
+        row[name] = medians(segment(kernels_of(profiled(calls_body(True, sleep, True))), flush_names, per_flush))
     for name, sleep in (("graph_direct", False), ("graph_hold", True)):
         try:
             with_calls = capture(calls_body(True, sleep, True))
@@ -163,8 +167,8 @@ def decompose(bench: Benchmark, task_id: str, workload_id: str, solution: str, c
             s1, e1 = replay_span_us(with_calls)
             s2, e2 = replay_span_us(without)
             row[name] = {
-                **medians(segment(kernels_of(e1), flush_names)),
-                "flush_only_graph_flush": medians(segment(kernels_of(e2), flush_names)).get("flush"),
+                **medians(segment(kernels_of(e1), flush_names, per_flush)),
+                "flush_only_graph_flush": medians(segment(kernels_of(e2), flush_names, per_flush)).get("flush"),
                 "per_call_events": round((statistics.median(g1) - statistics.median(g2)) * 1e3 / calls, 3),
                 "per_call_cupti": round((s1 - s2) / calls, 3),
             }

@@ -34,3 +34,10 @@ def test_a_flush_only_sequence_gives_flush_durations_and_flush_to_flush_gaps():
     assert [c["flush"] for c in calls] == [10.0, 10.0, 10.5]
     assert [c["gap_after"] for c in calls] == [0.25, 0.75, None]
     assert "span" not in span_decompose.medians(calls)
+
+
+def test_a_flush_of_two_kernels_counts_as_one_flush():
+    ks = [(0.0, 10.0, FLUSH), (10.5, 11.0, "fill"), (12.0, 14.0, "a"), (15.0, 25.0, FLUSH), (25.5, 26.0, "fill")]
+    calls = span_decompose.segment(ks, {FLUSH, "fill"}, per_flush=2)
+    assert calls == [{"span": 2.0, "kernel_sum": 2.0, "kernels": 1, "flush": 10.5, "gap_before": 1.0, "gap_after": 1.0},
+                     {"flush": 10.5, "gap_after": None}]
