@@ -13,7 +13,8 @@ This script times the same calls of one solution several ways in one process, ea
                 each graph (does the call's dirty data lengthen the next flush?) and the idle
                 gaps around the call's kernels
   graph_hold    the same with the sleep between flush and call in both graphs
-  graph_warm    N x (call) back to back, no flush: the warm-L2 kernel and the launch-to-launch gap
+  graph_warm    N x (call) back to back, no flush: the call's kernel time with a warm L2 and the
+                gap from one kernel to the next
 
     python3 benchmarks/span_decompose.py [--calls N] TASK:WORKLOAD[:SOLUTION] ... > decompose.jsonl
 
@@ -183,7 +184,7 @@ def decompose(bench: Benchmark, task_id: str, workload_id: str, solution: str, c
         gaps = [b[0] - a[1] for a, b in zip(ks, ks[1:], strict=False)]
         row["graph_warm"] = {"per_call_events": round(statistics.median(g) * 1e3 / calls, 3),
                              "per_call_cupti": round(s / calls, 3),
-                             "kernel": round(statistics.median(k[1] - k[0] for k in ks), 3) if ks else None,
+                             "kernel_sum": round(sum(k[1] - k[0] for k in ks) / calls, 3),
                              "gap": round(statistics.median(gaps), 3) if gaps else None}
         del warm
     except Exception as exc:
