@@ -10,8 +10,10 @@
 # Table: python3 benchmarks/span_decompose_table.py OUT_DIR
 set -uo pipefail
 export D2K_DB=${D2K_DB:-/tmp/decompose.duckdb}
+# the deadline counts from the start (the install below is inside it), less 25 s kept for the
+# steps after the last stage (ncu's export, the store's extract, the table, the caller's tarball)
+DEADLINE=$(( $(date +%s) + ${SECONDS_BUDGET:-560} - 25 ))
 source benchmarks/gpu_env.sh
-DEADLINE=$(( $(date +%s) + ${SECONDS_BUDGET:-560} ))
 budget() { local left=$(( DEADLINE - $(date +%s) )); (( left < $1 )) && echo $(( left > 1 ? left : 1 )) || echo "$1"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 TASKS=${TASKS:-rmsnorm silu_and_mul softmax_vocab moe_grouped_topk_routing top_k_top_p_sampling}
@@ -27,8 +29,9 @@ for cache in all none; do
   timeout $(budget ${NCU_SECONDS:-90}) "$NCU" --clock-control none --cache-control $cache --metrics gpu__time_duration.sum \
     --profile-from-start off --target-processes all -f -o /tmp/ncu_$cache \
     python3 benchmarks/ncu_calls.py ${NCU_CALLS:-10} $CASES > "$OUT/ncu_$cache.log" 2>&1
-  grep '^CASES ' "$OUT/ncu_$cache.log" | sed 's/^CASES //' > "$OUT/ncu_${cache}_cases.json"
-  "$NCU" -i /tmp/ncu_$cache.ncu-rep --csv --page raw --print-units base > "$OUT/ncu_$cache.csv" 2>> "$OUT/ncu_$cache.log"
+  # ncu_calls.py prints the cases done after each case: the last line covers a run cut short too
+  grep '^CASES ' "$OUT/ncu_$cache.log" | tail -1 | sed 's/^CASES //' > "$OUT/ncu_${cache}_cases.json"
+  timeout 20 "$NCU" -i /tmp/ncu_$cache.ncu-rep --csv --page raw --print-units base > "$OUT/ncu_$cache.csv" 2>> "$OUT/ncu_$cache.log"
 done
 D2K_TIMING='{"device_span": true, "flush_mode": "read"}' timeout $(budget ${SPAN_SECONDS:-120}) python3 -m d2k bench \
   --tasks "$(echo $TASKS | tr ' ' ',')" --solution expert --force > "$OUT/span.log" 2>&1

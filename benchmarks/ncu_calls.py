@@ -9,7 +9,8 @@ The independent side of timing v2's agreement check (issue 17): ncu replays each
 caches flushed (`--cache-control all`) and reports its duration from the hardware, with no events,
 no host and none of d2k's code in the measurement. Each call is preceded by a short marker kernel
 (ATen's `spin_kernel`, from `torch.cuda._sleep`) so that the kernels can be split back into calls;
-the case list is written to stderr as JSON (one line, prefixed `CASES `), in order.
+the list of cases done is written to stderr as JSON after each case (a line prefixed `CASES `;
+the last one is the whole list), in order.
 Runs in-process (no sandbox): a measuring tool for the shipped kernels, not a harness.
 """
 
@@ -40,9 +41,10 @@ def main(argv: list[str]) -> int:
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStop()
         done.append({"task": task_id, "workload": w["id"], "solution": solution, "calls": calls})
+        # after every case, so that a run cut short by its timeout still names what ncu recorded
+        print("CASES " + json.dumps(done), file=sys.stderr, flush=True)
 
     run_cases(argv[1:], 3, profiled_calls)  # 3 warm-up calls: outside the profiled range
-    print("CASES " + json.dumps(done), file=sys.stderr, flush=True)
     return 0
 
 

@@ -13,8 +13,9 @@ This script times the same calls of one solution several ways in one process, ea
                 each graph (does the call's dirty data lengthen the next flush?) and the idle
                 gaps around the call's kernels
   graph_hold    the same with the sleep between flush and call in both graphs
-  graph_warm    N x (call) back to back, no flush: the call's kernel time with a warm L2 and the
-                gap from one kernel to the next
+  graph_warm    N x (call) on one input set, back to back, no flush: the call's kernel time with a
+                warm L2 (``busy``: overlapping kernels counted once) and the gap from one kernel
+                to the next (negative where programmatic dependent launch overlaps them)
 
     python3 benchmarks/span_decompose.py [--calls N] TASK:WORKLOAD[:SOLUTION] ... > decompose.jsonl
 
@@ -22,9 +23,11 @@ One JSON line per case; per variant the medians (us) of: ``span`` (first start t
 call's kernels), ``kernel_sum``, ``kernels``, ``flush`` (the flush kernel before the call),
 ``gap_before`` (idle time between the kernel before the call, flush or sleep, and its first kernel),
 ``gap_after`` (from its last kernel to the next flush); for graphs also ``per_call_events``
-((G1 - G2) / N from event-timed replays) and ``per_call_cupti`` (the same from CUPTI's first-start
-to last-end of each replay). Runs in-process (no sandbox): a measuring tool for the shipped kernels,
-not a harness.
+((G1 - G2) / N from event-timed replays), ``per_call_cupti`` (the same from CUPTI's first start
+to last end of each replay) and the flush-only graph's ``flush_only_flush`` and
+``flush_only_gap_after``, so that per_call_cupti = span + gap_before + gap_after + (flush -
+flush_only_flush) - flush_only_gap_after can be checked term by term.
+Runs in-process (no sandbox): a measuring tool for the shipped kernels, not a harness.
 """
 
 from __future__ import annotations
@@ -45,7 +48,11 @@ from profile_kernels import parse as parse_case  # noqa: E402
 from d2k.content import Benchmark  # noqa: E402
 from d2k.execution.timing import trace_events  # noqa: E402
 
-SLEEP_KERNEL = "spin_kernel"  # torch.cuda._sleep's kernel
+SLEEP_KERNEL = "spin_kernel"  # in the name of torch.cuda._sleep's kernel (CUPTI: "at::<unnamed>::spin_kernel(long)")
+
+
+def is_sleep(name: str) -> bool:
+    return SLEEP_KERNEL in name
 
 
 def kernels_of(events: list[dict]) -> list[tuple[float, float, str]]:
@@ -71,13 +78,13 @@ def segment(kernels: list[tuple[float, float, str]], flush_names: set[str], per_
             j += 1
         flush = (kernels[i][0], kernels[j - 1][1], sum(k[1] - k[0] for k in kernels[i:j]))
         previous_end = flush[1]
-        while j < len(kernels) and kernels[j][2] == SLEEP_KERNEL:
+        while j < len(kernels) and is_sleep(kernels[j][2]):
             previous_end = kernels[j][1]
             j += 1
         start = j
         while j < len(kernels) and kernels[j][2] not in flush_names:
             j += 1
-        own = [k for k in kernels[start:j] if k[2] != SLEEP_KERNEL]
+        own = [k for k in kernels[start:j] if not is_sleep(k[2])]
         if own:
             calls.append({
                 "span": max(k[1] for k in own) - own[0][0],
@@ -89,7 +96,7 @@ def segment(kernels: list[tuple[float, float, str]], flush_names: set[str], per_
             })
         else:  # a flush with nothing after it (a flush-only graph): its duration still counts
             calls.append({"flush": flush[2],
-                          "gap_after": kernels[j][0] - flush[1] if j < len(kernels) else None})
+                          "gap_after": kernels[j][0] - previous_end if j < len(kernels) else None})
         i = j
     return calls
 
@@ -105,6 +112,17 @@ def medians(calls: list[dict]) -> dict:
     return out
 
 
+def busy_us(kernels: list[tuple[float, float, str]]) -> float:
+    """The time at least one of ``kernels`` ran: the length of the union of their intervals. Kernels
+    that overlap (programmatic dependent launch lets the next one start early) count once."""
+    total, reach = 0.0, float("-inf")
+    for start, end, _ in sorted(kernels):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
 def profiled(run) -> list[dict]:
     """Trace events of ``run()`` under CUPTI (device activity only)."""
     from torch.profiler import ProfilerActivity, profile
@@ -116,11 +134,12 @@ def profiled(run) -> list[dict]:
     return trace_events(prof)
 
 
-def replay_span_us(graph) -> tuple[float, list[dict]]:
-    """CUPTI's first start to last end of one replay, and the replay's trace events."""
+def replay_span_us(graph) -> tuple[float | None, list[dict]]:
+    """CUPTI's first start to last end of one replay (None if no kernel was recorded), and the
+    replay's trace events."""
     events = profiled(graph.replay)
     ks = kernels_of(events)
-    return (ks[-1][1] - ks[0][0]) if ks else 0.0, events
+    return (ks[-1][1] - ks[0][0]) if ks else None, events
 
 
 def decompose(bench: Benchmark, task_id: str, workload_id: str, solution: str, calls: int, hold_us: float) -> dict:
@@ -137,7 +156,10 @@ def decompose(bench: Benchmark, task_id: str, workload_id: str, solution: str, c
     for s in sets:  # compile and autotune outside everything measured
         fn(**s)
     torch.cuda.synchronize()
-    # the sleep's cycles for hold_us: timed on an idle device
+    # the sleep's cycles for hold_us: timed on an idle device, after a first launch has loaded the
+    # kernel (lazy module loading would otherwise land in the window and shorten the hold)
+    torch.cuda._sleep(1000)
+    torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     torch.cuda._sleep(100_000)
@@ -145,7 +167,7 @@ def decompose(bench: Benchmark, task_id: str, workload_id: str, solution: str, c
     torch.cuda.synchronize()
     cycles = int(100_000 * hold_us / max(start.elapsed_time(end) * 1e3, 1e-3))
 
-    def calls_body(with_flush: bool, with_sleep: bool, with_call: bool):
+    def calls_body(with_flush: bool, with_sleep: bool, with_call: bool, one_set: bool = False):
         def body():
             for k in range(calls):
                 if with_flush:
@@ -153,11 +175,11 @@ def decompose(bench: Benchmark, task_id: str, workload_id: str, solution: str, c
                 if with_sleep:
                     torch.cuda._sleep(cycles)
                 if with_call:
-                    fn(**sets[k % len(sets)])
+                    fn(**sets[0 if one_set else k % len(sets)])
         return body
 
     row: dict = {"task": task_id, "workload": workload_id, "solution": solution, "calls": calls,
-                 "hold_us": hold_us, "flush_kernels": [k[2] for k in flush_kernels]}
+                 "hold_us": hold_us, "hold_cycles": cycles, "flush_kernels": [k[2] for k in flush_kernels]}
     for name, sleep in (("eager_hold", True), ("eager_direct", False)):
         row[name] = medians(segment(kernels_of(profiled(calls_body(True, sleep, True))), flush_names, per_flush))
     for name, sleep in (("graph_direct", False), ("graph_hold", True)):
@@ -167,24 +189,32 @@ def decompose(bench: Benchmark, task_id: str, workload_id: str, solution: str, c
             g1, g2 = replay_ms(with_calls), replay_ms(without)
             s1, e1 = replay_span_us(with_calls)
             s2, e2 = replay_span_us(without)
+            flush_only = medians(segment(kernels_of(e2), flush_names, per_flush))
             row[name] = {
                 **medians(segment(kernels_of(e1), flush_names, per_flush)),
-                "flush_only_graph_flush": medians(segment(kernels_of(e2), flush_names, per_flush)).get("flush"),
+                # the flush-only graph's flush and its flush-to-flush gap: (G1 - G2) / N = span +
+                # gap_before + gap_after + (flush - flush_only_flush) - flush_only_gap_after
+                "flush_only_flush": flush_only.get("flush"),
+                "flush_only_gap_after": flush_only.get("gap_after"),
                 "per_call_events": round((statistics.median(g1) - statistics.median(g2)) * 1e3 / calls, 3),
-                "per_call_cupti": round((s1 - s2) / calls, 3),
+                "per_call_cupti": round((s1 - s2) / calls, 3) if s1 is not None and s2 is not None else None,
             }
             del with_calls, without
         except Exception as exc:  # host syncs or host-side state make some calls uncapturable
             row[name] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     try:
-        warm = capture(calls_body(False, False, True))
+        # one input set, as ncu_calls.py uses: the data stays in the L2 even where 8 sets would not fit
+        warm = capture(calls_body(False, False, True, one_set=True))
         g = replay_ms(warm)
         s, events = replay_span_us(warm)
         ks = kernels_of(events)
         gaps = [b[0] - a[1] for a, b in zip(ks, ks[1:], strict=False)]
         row["graph_warm"] = {"per_call_events": round(statistics.median(g) * 1e3 / calls, 3),
-                             "per_call_cupti": round(s / calls, 3),
+                             "per_call_cupti": round(s / calls, 3) if s is not None else None,
                              "kernel_sum": round(sum(k[1] - k[0] for k in ks) / calls, 3),
+                             # kernels may overlap here (programmatic dependent launch): busy counts once
+                             "busy": round(busy_us(ks) / calls, 3),
+                             "kernels_recorded": len(ks),
                              "gap": round(statistics.median(gaps), 3) if gaps else None}
         del warm
     except Exception as exc:

@@ -2,13 +2,15 @@
 
     python3 benchmarks/span_decompose_table.py OUT_DIR
 
-Per workload (µs): d2k's span (agreement.json, span mode), the same solution's span behind flush +
-sleep and behind the flush alone (eager_hold / eager_direct), the CUDA-graph replay's per-call
-figure by events and its terms under CUPTI (the call's kernel span inside the graph, the idle gaps
-before and after it, and how much longer the flush runs after the call than after another flush),
-the call's kernel time with a warm L2 (and a warm graph's per-call figure), and ncu's kernel sum
-with caches flushed (all) and not (none). ncu's duration of its marker kernel (a near-empty spin)
-in each mode is printed above the table.
+Per workload (µs): d2k's span and kernel sum (agreement.json, span mode; compare kernel sums with
+ncu's, which add kernel durations), the same solution's span behind flush + sleep and behind the
+flush alone (eager_hold / eager_direct), the CUDA-graph replay's per-call figure by events and by
+CUPTI, and the CUPTI terms of the latter: the call's kernel span inside the graph, the idle gaps
+before and after it, how much longer the flush runs after the call than after another flush, and
+the flush-only graph's flush-to-flush gap (per call by CUPTI = span + gap before + gap after +
+flush difference − flush-only gap). Then the call's busy time with a warm L2 and a warm graph's
+per-call figure, and ncu's kernel sum with caches flushed (all) and not (none). ncu's duration of
+its marker kernel (a near-empty spin) in each mode is printed above the table.
 """
 
 from __future__ import annotations
@@ -29,11 +31,14 @@ def fmt(value) -> str:
 def main(out: str) -> int:
     out_dir = Path(out)
     rows = [json.loads(line) for line in (out_dir / "decompose.jsonl").read_text().splitlines() if line.strip()]
-    spans: dict = {}
+    d2k: dict = {}  # (task, workload) -> ([span us], [kernel sum us]) over d2k's processes
     if (out_dir / "agreement.json").exists():
         for r in json.loads((out_dir / "agreement.json").read_text()):
             if r.get("status") == "passed" and r.get("span_median_ms") is not None:
-                spans.setdefault((r["task_id"], r["workload_id"]), []).append(r["span_median_ms"] * 1e3)
+                spans, sums = d2k.setdefault((r["task_id"], r["workload_id"]), ([], []))
+                spans.append(r["span_median_ms"] * 1e3)
+                if r.get("kernel_sum_median_ms") is not None:
+                    sums.append(r["kernel_sum_median_ms"] * 1e3)
     ncu, marker = {}, {}
     for cache in ("all", "none"):
         csv_path, cases = out_dir / f"ncu_{cache}.csv", out_dir / f"ncu_{cache}_cases.json"
@@ -46,23 +51,27 @@ def main(out: str) -> int:
     for cache, m in marker.items():
         print(f"(ncu --cache-control {cache}: the marker kernel, a 100-cycle spin, {fmt(m)} µs)")
     print()
-    print("| workload | d2k span | eager_hold span | eager_direct span | graph per call (events) | graph: call span "
-          "| gap before | gap after | flush after call − after flush | warm kernel sum | warm graph per call "
-          "| ncu all | ncu none |")
-    print("|---|" + "---|" * 12)
+    print("| workload | d2k span | d2k kernel sum | eager_hold span | eager_direct span | graph per call (events) "
+          "| graph per call (CUPTI) | graph: call span | gap before | gap after | flush after call − after flush "
+          "| flush-only gap | warm busy | warm graph per call | ncu all | ncu none |")
+    print("|---|" + "---|" * 15)
     for r in rows:
         key = (r["task"], r["workload"])
         if "error" in r:
-            print(f"| {r['workload']} | error: {r['error'][:80]} |" + " |" * 11)
+            print(f"| {r['workload']} | error: {r['error'][:80]} |" + " |" * 14)
             continue
         g, h, d, w = r.get("graph_direct", {}), r.get("eager_hold", {}), r.get("eager_direct", {}), r.get("graph_warm", {})
-        flush_extra = (g["flush"] - g["flush_only_graph_flush"]
-                       if isinstance(g.get("flush"), float) and isinstance(g.get("flush_only_graph_flush"), float) else None)
-        d2k = statistics.median(spans[key]) if key in spans else None
+        flush_extra = (g["flush"] - g["flush_only_flush"]
+                       if isinstance(g.get("flush"), float) and isinstance(g.get("flush_only_flush"), float) else None)
+        spans, sums = d2k.get(key, ([], []))
+        span = statistics.median(spans) if spans else None
+        kernel_sum = statistics.median(sums) if sums else None
         ncu_cells = [fmt(ncu[c][key]["sum_us"]) if c in ncu and key in ncu[c] else "—" for c in ("all", "none")]
-        print(f"| {r['workload']} | {fmt(d2k)} | {fmt(h.get('span'))} | {fmt(d.get('span'))} | {fmt(g.get('per_call_events'))} "
-              f"| {fmt(g.get('span'))} | {fmt(g.get('gap_before'))} | {fmt(g.get('gap_after'))} | {fmt(flush_extra)} "
-              f"| {fmt(w.get('kernel_sum'))} | {fmt(w.get('per_call_events'))} | {ncu_cells[0]} | {ncu_cells[1]} |")
+        print(f"| {r['workload']} | {fmt(span)} | {fmt(kernel_sum)} | {fmt(h.get('span'))} | {fmt(d.get('span'))} "
+              f"| {fmt(g.get('per_call_events'))} | {fmt(g.get('per_call_cupti'))} | {fmt(g.get('span'))} "
+              f"| {fmt(g.get('gap_before'))} | {fmt(g.get('gap_after'))} | {fmt(flush_extra)} "
+              f"| {fmt(g.get('flush_only_gap_after'))} | {fmt(w.get('busy'))} | {fmt(w.get('per_call_events'))} "
+              f"| {ncu_cells[0]} | {ncu_cells[1]} |")
     return 0
 
 

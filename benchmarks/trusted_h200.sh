@@ -53,7 +53,7 @@ if [[ -z ${SKIP_NCU:-} && -n $NCU ]]; then
   timeout $(budget ${NCU_SECONDS:-120}) "$NCU" --clock-control none --cache-control all --metrics gpu__time_duration.sum \
     --profile-from-start off --target-processes all -f -o /tmp/ncu_calls \
     python3 benchmarks/ncu_calls.py ${NCU_CALLS:-20} $CASES > "$OUT/ncu_calls.log" 2>&1
-  grep '^CASES ' "$OUT/ncu_calls.log" | sed 's/^CASES //' > "$OUT/ncu_cases.json"
+  grep '^CASES ' "$OUT/ncu_calls.log" | tail -1 | sed 's/^CASES //' > "$OUT/ncu_cases.json"
   "$NCU" -i /tmp/ncu_calls.ncu-rep --csv --page raw --print-units base > "$OUT/ncu.csv" 2>> "$OUT/ncu_calls.log"
 fi
 [[ -n ${SKIP_REPLAY:-} ]] || timeout $(budget 80) python3 benchmarks/graph_replay_timing.py $CASES > "$OUT/graph_replay.jsonl" 2> "$OUT/graph_replay.err"

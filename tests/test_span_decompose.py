@@ -41,3 +41,19 @@ def test_a_flush_of_two_kernels_counts_as_one_flush():
     calls = span_decompose.segment(ks, {FLUSH, "fill"}, per_flush=2)
     assert calls == [{"span": 2.0, "kernel_sum": 2.0, "kernels": 1, "flush": 10.5, "gap_before": 1.0, "gap_after": 1.0},
                      {"flush": 10.5, "gap_after": None}]
+
+
+def test_the_sleep_is_recognised_by_the_name_cupti_gives_it():
+    sleep = "at::(anonymous namespace)::spin_kernel(long)"
+    ks = [(0.0, 30.0, FLUSH), (30.5, 60.5, sleep), (61.0, 63.0, "a"),
+          (64.0, 94.0, FLUSH), (94.5, 124.5, sleep), (125.0, 155.0, FLUSH)]
+    calls = span_decompose.segment(ks, {FLUSH})
+    assert calls[0]["span"] == 2.0 and calls[0]["gap_before"] == 0.5 and calls[0]["kernels"] == 1
+    # a flush and sleep with no call after them: the gap runs from the sleep's end
+    assert calls[1] == {"flush": 30.0, "gap_after": 0.5}
+
+
+def test_busy_time_counts_overlapping_kernels_once():
+    ks = [(0.0, 2.0, "a"), (1.5, 3.0, "a"), (5.0, 6.0, "b"), (5.2, 5.8, "c")]
+    assert span_decompose.busy_us(ks) == 4.0
+    assert span_decompose.busy_us([]) == 0.0
