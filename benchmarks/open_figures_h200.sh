@@ -92,7 +92,7 @@
 # Session 27 (2026-12-05, H100): ran `PARTS="roof w4loads"`, `PARTS=gdnsf`, `PARTS=gdntinv`,
 # `FRESH_TASKS=cross_entropy_fwd_bwd PARTS="fresh cmoe"` and a fused_moe_experts pass
 # (benchmarks/studies/2026-12-05-session27-h100), and adopted two winners into the experts.
-# Session 28 (2026-12-05/06) got no machine: 17 calls were refused or failed to start, which spent the
+# Session 28 (2026-12-05/06) got no machine: 18 calls were refused or failed to start, which spent the
 # device time. Next, in this order: `ADOPT_TASKS=gdn_chunk_prefill PARTS="w4m16 adopt"
 # SECONDS_BUDGET=560` (the W4A16 M = 16 Gluon candidate, never run, with the w4a16 expert as its
 # control; then the adopted gdn expert timed whole beside the tf32 form, fla-core and itself
