@@ -50,10 +50,8 @@ def ncu_per_call(csv_path: Path, cases_path: Path) -> tuple[dict[tuple[str, str]
         elif calls:
             calls[-1].append(us)
     expected = sum(c["calls"] for c in cases)
-    if len(calls) < expected:
+    if len(calls) != expected:
         raise SystemExit(f"ncu.csv holds {len(calls)} marked calls, ncu_cases.json announces {expected}")
-    if len(calls) > expected:  # a run cut short: the calls after the announced cases are the unfinished one's
-        print(f"(ncu recorded {len(calls) - expected} calls of a case it did not finish: left out)", file=sys.stderr)
     out, at = {}, 0
     for c in cases:
         mine = calls[at:at + c["calls"]]
