@@ -14,7 +14,6 @@ export D2K_DB=${D2K_DB:-/tmp/decompose.duckdb}
 # steps after the last stage (ncu's export, the store's extract, the table, the caller's tarball)
 DEADLINE=$(( $(date +%s) + ${SECONDS_BUDGET:-560} - 25 ))
 source benchmarks/gpu_env.sh
-budget() { local left=$(( DEADLINE - $(date +%s) )); (( left < $1 )) && echo $(( left > 1 ? left : 1 )) || echo "$1"; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 TASKS=${TASKS:-rmsnorm silu_and_mul softmax_vocab moe_grouped_topk_routing top_k_top_p_sampling}
 CASES=""

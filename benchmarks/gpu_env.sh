@@ -15,3 +15,6 @@ for whl in .whl/fla_core-*.whl .whl/einops-*.whl .whl/gemlite-*.whl; do
 done
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 export D2K_DB=${D2K_DB:-$OUT/d2k.duckdb} D2K_WORKDIR=${D2K_WORKDIR:-/tmp/d2kwork}
+# a stage's timeout: its own limit ($1 s), or what is left before the caller's $DEADLINE (epoch
+# seconds) if that is less, never below 1 s
+budget() { local left=$(( ${DEADLINE:?set DEADLINE before budget} - $(date +%s) )); (( left < $1 )) && echo $(( left > 1 ? left : 1 )) || echo "$1"; }

@@ -14,8 +14,6 @@ set -uo pipefail
 export D2K_DB=${D2K_DB:-/tmp/trusted.duckdb}   # the store stays out of $OUT (8 files come back at most)
 source benchmarks/gpu_env.sh
 DEADLINE=$(( $(date +%s) + ${SECONDS_BUDGET:-570} ))
-# a stage's timeout: its own limit, or what is left of the call's budget if that is less
-budget() { local left=$(( DEADLINE - $(date +%s) )); (( left < $1 )) && echo $(( left > 1 ? left : 1 )) || echo "$1"; }
 python3 -m pip install -q --no-index --find-links .whl pytest 2>/dev/null || true
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 python3 - <<'PY' 2>&1 | tee "$OUT/sandbox.txt"
