@@ -78,6 +78,17 @@ def _inv_diag4(a0, a1, a2, a3, BC: tl.constexpr):
 
 
 @triton.jit
+def _chunk_bounds(CU, CHUNK_IDX, i_t):
+    """Chunk i_t's index within its sequence and that sequence's [bos, eos) token range, read
+    from the chunk table (sequence, chunk-in-sequence) pairs and cu_seqlens."""
+    seq = tl.load(CHUNK_IDX + 2 * i_t)
+    ic = tl.load(CHUNK_IDX + 2 * i_t + 1)
+    bos = tl.load(CU + seq).to(tl.int64)
+    eos = tl.load(CU + seq + 1).to(tl.int64)
+    return ic, bos, eos
+
+
+@triton.jit
 def _gdn_tinv_fwd(K_ptr, G_ptr, BETA, GC, TB, CU, CHUNK_IDX, Hqk, Hv,
                   K: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, BK: tl.constexpr,
                   DOT_PRECISION: tl.constexpr):
@@ -90,10 +101,7 @@ def _gdn_tinv_fwd(K_ptr, G_ptr, BETA, GC, TB, CU, CHUNK_IDX, Hqk, Hv,
     i_t = tl.program_id(0)
     hv = tl.program_id(1)
     hk = hv // (Hv // Hqk)
-    seq = tl.load(CHUNK_IDX + 2 * i_t)
-    ic = tl.load(CHUNK_IDX + 2 * i_t + 1)
-    bos = tl.load(CU + seq).to(tl.int64)
-    eos = tl.load(CU + seq + 1).to(tl.int64)
+    ic, bos, eos = _chunk_bounds(CU, CHUNK_IDX, i_t)
     t0 = bos + ic * BT
     o_c = tl.arange(0, BC)
     r0 = t0 + o_c
@@ -206,10 +214,7 @@ def _gdn_wu_apply(K_ptr, V_ptr, BETA, GC, TB, W, U, CU, CHUNK_IDX, Hqk, Hv,
     i_t = tl.program_id(0)
     hv = tl.program_id(1)
     hk = hv // (Hv // Hqk)
-    seq = tl.load(CHUNK_IDX + 2 * i_t)
-    ic = tl.load(CHUNK_IDX + 2 * i_t + 1)
-    bos = tl.load(CU + seq).to(tl.int64)
-    eos = tl.load(CU + seq + 1).to(tl.int64)
+    ic, bos, eos = _chunk_bounds(CU, CHUNK_IDX, i_t)
     o_t = tl.arange(0, BT)
     o_k = tl.arange(0, K)
     o_v = tl.arange(0, V)
@@ -320,10 +325,7 @@ def _gdn_output_fwd(Q, K_ptr, VNEW, GC, HBUF, O, CU, CHUNK_IDX, scale, Hqk, Hv,
     i_t = tl.program_id(1)
     hv = tl.program_id(2)
     hk = hv // (Hv // Hqk)
-    seq = tl.load(CHUNK_IDX + 2 * i_t)
-    ic = tl.load(CHUNK_IDX + 2 * i_t + 1)
-    bos = tl.load(CU + seq).to(tl.int64)
-    eos = tl.load(CU + seq + 1).to(tl.int64)
+    ic, bos, eos = _chunk_bounds(CU, CHUNK_IDX, i_t)
     o_t = tl.arange(0, BT)
     o_k = tl.arange(0, K)
     o_v = i_v * BV + tl.arange(0, BV)
