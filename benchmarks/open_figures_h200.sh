@@ -143,6 +143,15 @@ for part in ${PARTS:-trust fla}; do
             > "$OUT/gluon_ragged_test.txt" 2>&1
           TIMEOUT=90 TASKS=fp8_blockwise_gemm,w4a16_gemm SOLUTIONS="expert baselines" BENCH_SECONDS=150 \
             bash benchmarks/content_b_h200.sh' ;;
+    w4ship) # issue 15: the w4a16 expert with the Gluon 2 <= M <= 16 path adopted (session 29): the
+          # path's ragged-shape GPU test first, then the expert beside gemlite (the baselines) and
+          # the eager reference, span mode; the m16 row is the adopted kernel's first shipped figure
+          $P w4ship bash -c 'export D2K_DB=/tmp/w4ship.duckdb; source benchmarks/gpu_env.sh
+          python3 -m pip install -q --no-index --find-links .whl pytest
+          timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/execution/test_w4a16_m16_gpu.py \
+            > "$OUT/gluon_m16_ragged_test.txt" 2>&1
+          TIMEOUT=120 TASKS=w4a16_gemm SOLUTIONS="expert baselines reference" \
+            BENCH_SECONDS='"$(( $(left) - 175 ))"' bash benchmarks/content_b_h200.sh' ;;
     fla) fla_seconds=$(( $(left) - 15 < ${FLA_SECONDS:-9999} ? $(left) - 15 : ${FLA_SECONDS:-9999} ))
          $P fla env SECONDS_TOTAL=$fla_seconds bash benchmarks/fla_same_call_h200.sh ;;
     moe) moe_seconds=$(( $(left) - 10 < 260 ? $(left) - 10 : 260 ))   # leaves merge and w4b their share

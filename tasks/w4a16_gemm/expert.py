@@ -1,5 +1,17 @@
 """Expert GPTQ int4-weight x 16-bit-activation GEMM (symmetric, zero point 8, group 128).
 
+On sm_90 with bf16 inputs, 2 <= M <= 16 takes a Gluon kernel (_w4a16_m16_kernel) instead of the
+Triton MMA path: mma.sync m16n8k16 (C^T = W^T . A^T, the weights as the A operand, the <= 16 tokens
+as B) with both operands built in registers, so no weight or activation tile goes through shared
+memory. k is renamed the same way in both operands (exact): a lane's 8 k-slots over two k16 steps
+are the 8 codes of one packed word, paired (code i, code i + 4) as the exponent-bias decode leaves
+them in one register; its activations are one 16-byte load, paired the same way with one byte
+permute per register. The compile fails if either operand would need data movement
+(convert_layout(assert_trivial=True)). One scale group a trip (fp32 partial, scaled once per column
+into acc), words prefetched into register sets, split-K with the fixed-order reduction. M = 1, M >
+16, the interpreter and other GPUs take the Triton paths
+(benchmarks/studies/2026-12-05-w4a16-m16-gluon has the design).
+
     W[k, n] = (q[k, n] - 8) * S[k // 128, n],  q[8j + i, n] = nibble i of Wq[j, n]
     C[m, n] = sum_k A[m, k] * W[k, n]            A [M, K], Wq [K/8, N] int32, S [K/128, N]
 
@@ -491,6 +503,290 @@ _MIN_BN = min(c.kwargs["BN"] for c in _CFGS)
 _COUNTERS = {}
 
 
+# --------------------------------------------------------------------------------------------
+# 2 <= M <= 16 on sm_90: mma.sync with both operands in registers
+# --------------------------------------------------------------------------------------------
+# The Triton MMA path (_w4a16_kernel) stages the dequantised bf16 weight tile through shared memory
+# for the wgmma (stores + ldmatrix, ~1.4 GB of shared traffic at m16_n8192_k28672). Here neither operand touches
+# shared memory: the words and the activations are loaded straight into the registers of
+# m16n8k16 fragments, by renaming k (the same renaming in both operands, so the dot is exact).
+try:
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as ttgl
+    from triton.experimental.gluon.language.nvidia.ampere import mma_v2
+    # spelled differently across Triton versions (3.6 on the GPU images; 3.9 renamed it)
+    _cta_barrier = getattr(ttgl, "barrier", None) or ttgl.thread_barrier
+except (ImportError, AttributeError):   # a Triton without Gluon: the Triton kernels serve every M
+    gluon = None
+
+if gluon is not None:
+    @gluon.constexpr_function
+    def _g_words_layout(NW, RT):
+        """[BN, 16] words of one scale group, (n, j): a thread holds 2 RT consecutive columns n (one
+        vector load) of the word rows j = 4 b + q, q = its lane % 4, b = 0..3; lanes // 4 and the warps
+        step n by 2 RT and 16 RT."""
+        return ttgl.DistributedLinearLayout(
+            reg_bases=[[1 << i, 0] for i in range((2 * RT).bit_length() - 1)] + [[0, 4], [0, 8]],
+            lane_bases=[[0, 1], [0, 2], [2 * RT, 0], [4 * RT, 0], [8 * RT, 0]],
+            warp_bases=[[(16 * RT) << i, 0] for i in range(NW.bit_length() - 1)],
+            block_bases=[], shape=[16 * RT * NW, 16])
+
+
+    @gluon.constexpr_function
+    def _g_scale_layout(NW, RT):
+        """[BN] scales in the words' column order (the 4 lanes of a lane quad hold the same ones)."""
+        return ttgl.DistributedLinearLayout(
+            reg_bases=[[1 << i] for i in range((2 * RT).bit_length() - 1)],
+            lane_bases=[[0], [0], [2 * RT], [4 * RT], [8 * RT]],
+            warp_bases=[[(16 * RT) << i] for i in range(NW.bit_length() - 1)],
+            block_bases=[], shape=[16 * RT * NW])
+
+
+    @gluon.constexpr_function
+    def _g_act_layout(NW, BM):
+        """[16, BM, 4] activations of one scale group as 32-bit words, (j, m, p) = the bf16 pair
+        a[m, 128 g + 8 j + 2 p + (0, 1)]: a thread holds the 4 words p of the word rows j = 4 b + q
+        (one 16-byte load each) for the tokens lane // 4 (+ 8); every warp holds the whole tile (the
+        MMA's B operand is not split across warps)."""
+        return ttgl.DistributedLinearLayout(
+            reg_bases=[[0, 0, 1], [0, 0, 2], [4, 0, 0], [8, 0, 0]] + ([[0, 8, 0]] if BM == 16 else []),
+            lane_bases=[[1, 0, 0], [2, 0, 0], [0, 1, 0], [0, 2, 0], [0, 4, 0]],
+            warp_bases=[[0, 0, 0] for _ in range(NW.bit_length() - 1)],
+            block_bases=[], shape=[16, BM, 4])
+
+
+    @gluon.jit
+    def _g_decode_tile(w, NW: ttgl.constexpr, RT: ttgl.constexpr):
+        """[BN, 16] packed words of one scale group -> [BN, 128] bf16 (q - 8), the MMA's A operand, with
+        its rows and its K axis renamed (see _w4a16_m16_kernel): the value at (t, kk) is code
+        k = 32 b + 8 q + h + 2 s + 4 e (kk = e + 2 q + 8 h + 16 s + 32 b) of column
+        n = a + 2 rep + 2 RT (r + 8 w) (t = r + 8 a + 16 w + 16 NW rep)."""
+        BN: ttgl.constexpr = 16 * RT * NW
+        # the exponent-bias decode (as in _w4a16_kernel): register t_i holds the pair (code i, code i + 4) as bf16x2
+        p0, p1, p2, p3, p4, p5, p6, p7 = ttgl.inline_asm_elementwise(
+            asm=(
+                "{\n"
+                ".reg .b32 t0, t1, t2, t3, r, one, bias;\n"
+                "mov.b32 one, 0x3f803f80;\n"
+                "mov.b32 bias, 0xc308c308;\n"
+                "lop3.b32 t0, $8, 0x000f000f, 0x43004300, 0xea;\n"
+                "shr.b32 r, $8, 4;\n"
+                "lop3.b32 t1, r, 0x000f000f, 0x43004300, 0xea;\n"
+                "shr.b32 r, $8, 8;\n"
+                "lop3.b32 t2, r, 0x000f000f, 0x43004300, 0xea;\n"
+                "shr.b32 r, $8, 12;\n"
+                "lop3.b32 t3, r, 0x000f000f, 0x43004300, 0xea;\n"
+                "fma.rn.bf16x2 t0, t0, one, bias;\n"
+                "fma.rn.bf16x2 t1, t1, one, bias;\n"
+                "fma.rn.bf16x2 t2, t2, one, bias;\n"
+                "fma.rn.bf16x2 t3, t3, one, bias;\n"
+                "mov.b32 {$0, $4}, t0;\n"
+                "mov.b32 {$1, $5}, t1;\n"
+                "mov.b32 {$2, $6}, t2;\n"
+                "mov.b32 {$3, $7}, t3;\n"
+                "}\n"
+            ),
+            constraints="=h,=h,=h,=h,=h,=h,=h,=h,r",
+            args=[w],
+            dtype=(ttgl.bfloat16, ttgl.bfloat16, ttgl.bfloat16, ttgl.bfloat16,
+                   ttgl.bfloat16, ttgl.bfloat16, ttgl.bfloat16, ttgl.bfloat16),
+            is_pure=True,
+            pack=1,
+        )
+        # [n, j, s, h, e] = code h + 2 s + 4 e of word (j, n). The last join's axis becomes register 0,
+        # so e (codes i, i + 4: one decode register) is the pair an MMA operand register holds.
+        x = ttgl.join(ttgl.join(ttgl.join(p0, p2), ttgl.join(p1, p3)),
+                      ttgl.join(ttgl.join(p4, p6), ttgl.join(p5, p7)))
+        # n = ((w * 8 + r) * RT + rep) * 2 + a, j = 4 b + q  ->  rows t = (rep, w, a, r), kk = (b, s, h, q, e)
+        x = ttgl.reshape(x, [NW, 8, RT, 2, 4, 4, 2, 2, 2])
+        x = ttgl.permute(x, [2, 0, 3, 1, 4, 6, 7, 5, 8])
+        return ttgl.reshape(x, [BN, 128])
+
+
+    @gluon.jit
+    def _g_half(x, H: ttgl.constexpr):
+        """The bf16 in bits 16 H .. 16 H + 15 of each 32-bit word of x."""
+        return (x >> (16 * H)).to(ttgl.int16).to(ttgl.bfloat16, bitcast=True)
+
+
+    @gluon.jit
+    def _g_act_tile(x, BM: ttgl.constexpr):
+        """[16, BM, 4] words of bf16 pairs, (j, m, p) = a[m, 8 j + 2 p + (0, 1)] -> [128, BM], the MMA's
+        B operand, its K axis renamed as the weights': kk = e + 2 q + 8 h + 16 s + 32 b holds
+        k = 8 (4 b + q) + (h + 2 s + 4 e). An operand register pairs (k, k + 4): halves h of the
+        words p = s and p = s + 2, one byte permute each."""
+        u0, u1 = ttgl.split(ttgl.reshape(x, [16, BM, 2, 2]))   # words p = 2 p1 + s: u_s = [.., p1]
+        x0, x2 = ttgl.split(u0)
+        x1, x3 = ttgl.split(u1)
+        # [j, m, e, h, s] = a[m, 8 j + h + 2 s + 4 e]
+        z0 = ttgl.join(ttgl.join(_g_half(x0, 0), _g_half(x2, 0)), ttgl.join(_g_half(x0, 1), _g_half(x2, 1)))
+        z1 = ttgl.join(ttgl.join(_g_half(x1, 0), _g_half(x3, 0)), ttgl.join(_g_half(x1, 1), _g_half(x3, 1)))
+        z = ttgl.reshape(ttgl.join(z0, z1), [4, 4, BM, 2, 2, 2])   # (b, q, m, e, h, s)
+        z = ttgl.permute(z, [0, 5, 4, 1, 3, 2])                      # (b, s, h, q, e, m)
+        return ttgl.reshape(z, [128, BM])
+
+
+    @gluon.jit
+    def _g_scale_rows(s, NW: ttgl.constexpr, RT: ttgl.constexpr):
+        """[BN] scales in column order n -> in the tile's row order t (the rows' renaming above)."""
+        BN: ttgl.constexpr = 16 * RT * NW
+        s = ttgl.reshape(s, [NW, 8, RT, 2])
+        s = ttgl.permute(s, [2, 0, 3, 1])
+        return ttgl.reshape(s, [BN])
+
+
+    @gluon.jit
+    def _g_load_words(w_ptrs, w_mask, s_ptrs, s_mask, g, N):
+        """Scale group g's packed words [BN, 16] (read once: evict-first) and scales [BN]."""
+        w = ttgl.load(w_ptrs + g * 16 * N, mask=w_mask, other=0, eviction_policy="evict_first")
+        s = ttgl.load(s_ptrs + g * N, mask=s_mask, other=0.0)
+        return w, s
+
+
+    @gluon.jit
+    def _g_group_mma(w, s, a, acc, NW: ttgl.constexpr, RT: ttgl.constexpr, BM: ttgl.constexpr):
+        """acc + S[g, n] * sum_{k in group g} (q[k, n] - 8) a[m, k] for the tile's rows (mma.sync)."""
+        BN: ttgl.constexpr = 16 * RT * NW
+        MMA: ttgl.constexpr = ttgl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NW, 1], instr_shape=[16, 8])
+        # both operands are built in registers; assert_trivial makes the compile fail if either
+        # conversion would move data between threads (through shared memory or shuffles)
+        wa = ttgl.convert_layout(_g_decode_tile(w, NW, RT),
+                                 ttgl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2), assert_trivial=True)
+        b = ttgl.convert_layout(_g_act_tile(a, BM),
+                                ttgl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2), assert_trivial=True)
+        part = mma_v2(wa, b, ttgl.zeros([BN, BM], ttgl.float32, MMA))      # exact (q - 8), fp32
+        sc = ttgl.convert_layout(_g_scale_rows(s, NW, RT).to(ttgl.float32), ttgl.SliceLayout(1, MMA),
+                                 assert_trivial=True)
+        return acc + part * sc[:, None]
+
+
+    @gluon.jit
+    def _w4a16_m16_kernel(a_ptr, wq_ptr, s_ptr, c_ptr, ws_ptr, count_ptr, M, N, K,
+                          BM: ttgl.constexpr, RT: ttgl.constexpr, NW: ttgl.constexpr,
+                          SPLIT_K: ttgl.constexpr, PF: ttgl.constexpr):
+        """C[m, n] = sum_g S[g, n] sum_{k in g} A[m, k] (q[k, n] - 8) for 2 <= M <= BM (8 or 16), as
+        C^T tiles: BN = 16 RT NW columns a program, mma.sync m16n8k16 with both operands in registers.
+
+        Each warp owns RT row tiles of 16 columns n (the MMA's A operand, the weights) and all BM
+        tokens (its B operand, one or two n8 tiles). The dot sums over k, so the same renaming of k
+        in both operands is exact: a lane q (= lane % 4) takes the 8 codes of word row 4 b + q of a
+        group, k = 32 b + 8 q + i, which are the 8 k-slots an m16n8k16 A fragment gives that lane
+        over two k16 steps; the pair a 32-bit operand register holds is (code i, code i + 4), the
+        pair the exponent-bias decode leaves in one register. The activations a lane needs are then
+        a[m, 32 b + 8 q .. + 7]: one 16-byte load, paired the same way (i, i + 4). Rows are renamed
+        too: a thread's 2 RT rows (t = r, r + 8, r + 16 NW, ...) are 2 RT consecutive columns, one
+        vector load of words. A trip is one scale group (128 k): a fresh fp32 partial, scaled once per
+        column into acc. PF: groups loaded ahead into registers. Split-K over groups with the Triton
+        path's fixed-order reduction of the partials (deterministic)."""
+        BN: ttgl.constexpr = 16 * RT * NW
+        MMA: ttgl.constexpr = ttgl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NW, 1], instr_shape=[16, 8])
+        WL: ttgl.constexpr = _g_words_layout(NW, RT)
+        SL: ttgl.constexpr = _g_scale_layout(NW, RT)
+        AL: ttgl.constexpr = _g_act_layout(NW, BM)
+        pid_n = ttgl.program_id(0)
+        pid_k = ttgl.program_id(1)
+        n_groups = K // 128
+        per_split = ttgl.cdiv(n_groups, SPLIT_K)
+        g0 = pid_k * per_split
+        g1 = ttgl.minimum(g0 + per_split, n_groups)
+        last = n_groups - 1
+
+        rn = pid_n * BN + ttgl.arange(0, BN, layout=ttgl.SliceLayout(1, WL))
+        rj = ttgl.arange(0, 16, layout=ttgl.SliceLayout(0, WL))
+        w_ptrs = wq_ptr + rj[None, :] * N + rn[:, None]
+        w_mask = (rn < N)[:, None] & (rj < 16)[None, :]
+        rs = pid_n * BN + ttgl.arange(0, BN, layout=SL)
+        s_ptrs = s_ptr + rs
+        s_mask = rs < N
+        ra = ttgl.arange(0, 16, layout=ttgl.SliceLayout(1, ttgl.SliceLayout(2, AL)))
+        rm = ttgl.minimum(ttgl.arange(0, BM, layout=ttgl.SliceLayout(0, ttgl.SliceLayout(2, AL))), M - 1)
+        rp = ttgl.arange(0, 4, layout=ttgl.SliceLayout(0, ttgl.SliceLayout(1, AL)))
+        # A read as 32-bit words (bf16 pairs): rows past M re-read row M - 1 (never stored)
+        a_ptrs = (a_ptr.to(ttgl.pointer_type(ttgl.int32), bitcast=True)
+                  + (ra[:, None] * 4 + rm[None, :] * (K // 2))[:, :, None] + rp[None, None, :])
+
+        # PF + 1 register sets, the loop unrolled PF + 1 times: set i holds group g + i; once computed
+        # it is reloaded with group g + i + PF + 1, so PF groups are in flight during each group's
+        # compute and no set is copied (group indices are clamped: no load needs a predicate)
+        wa_, sa_ = _g_load_words(w_ptrs, w_mask, s_ptrs, s_mask, ttgl.minimum(g0, last), N)
+        aa_ = ttgl.load(a_ptrs + ttgl.minimum(g0, last) * 64)
+        wb_, sb_ = _g_load_words(w_ptrs, w_mask, s_ptrs, s_mask, ttgl.minimum(g0 + 1, last), N)
+        ab_ = ttgl.load(a_ptrs + ttgl.minimum(g0 + 1, last) * 64)
+        if PF >= 2:
+            wc_, sc_ = _g_load_words(w_ptrs, w_mask, s_ptrs, s_mask, ttgl.minimum(g0 + 2, last), N)
+            ac_ = ttgl.load(a_ptrs + ttgl.minimum(g0 + 2, last) * 64)
+        acc = ttgl.zeros([BN, BM], ttgl.float32, MMA)
+        for g in range(g0, g1, PF + 1):
+            acc = _g_group_mma(wa_, sa_, aa_, acc, NW, RT, BM)
+            wa_, sa_ = _g_load_words(w_ptrs, w_mask, s_ptrs, s_mask, ttgl.minimum(g + PF + 1, last), N)
+            aa_ = ttgl.load(a_ptrs + ttgl.minimum(g + PF + 1, last) * 64)
+            if g + 1 < g1:
+                acc = _g_group_mma(wb_, sb_, ab_, acc, NW, RT, BM)
+            wb_, sb_ = _g_load_words(w_ptrs, w_mask, s_ptrs, s_mask, ttgl.minimum(g + PF + 2, last), N)
+            ab_ = ttgl.load(a_ptrs + ttgl.minimum(g + PF + 2, last) * 64)
+            if PF >= 2:
+                if g + 2 < g1:
+                    acc = _g_group_mma(wc_, sc_, ac_, acc, NW, RT, BM)
+                wc_, sc_ = _g_load_words(w_ptrs, w_mask, s_ptrs, s_mask, ttgl.minimum(g + PF + 3, last), N)
+                ac_ = ttgl.load(a_ptrs + ttgl.minimum(g + PF + 3, last) * 64)
+
+        # acc's row t is column n = a + 2 rep + 2 RT (r + 8 w) of the tile, t = r + 8 a + 16 w + 16 NW rep
+        rt = ttgl.arange(0, BN, layout=ttgl.SliceLayout(1, MMA))
+        rmo = ttgl.arange(0, BM, layout=ttgl.SliceLayout(0, MMA))
+        n_out = (pid_n * BN + (rt // 8) % 2 + 2 * (rt // (16 * NW))
+                 + 2 * RT * (rt % 8 + 8 * ((rt // 16) % NW)))
+        c_ptrs = c_ptr + rmo[None, :] * N + n_out[:, None]
+        c_mask = (n_out < N)[:, None] & (rmo < M)[None, :]
+        if SPLIT_K == 1:
+            ttgl.store(c_ptrs, acc.to(ttgl.bfloat16), mask=c_mask)
+        else:
+            tile_ws = ws_ptr + pid_n.to(ttgl.int64) * (SPLIT_K * BN * BM)
+            blk = rt[:, None] * BM + rmo[None, :]
+            ttgl.store(tile_ws + pid_k * (BN * BM) + blk, acc)
+            _cta_barrier()   # all of this CTA's partial is written before the release below
+            arrived = ttgl.atomic_add(count_ptr + pid_n, 1, sem="acq_rel", scope="gpu")
+            if arrived == SPLIT_K - 1:
+                total = ttgl.zeros([BN, BM], ttgl.float32, MMA)
+                for sidx in range(SPLIT_K):     # fixed order: deterministic; not unrolled (registers)
+                    total += ttgl.load(tile_ws + sidx * (BN * BM) + blk, cache_modifier=".cg")
+                ttgl.store(c_ptrs, total.to(ttgl.bfloat16), mask=c_mask)
+                ttgl.atomic_xchg(count_ptr + pid_n, 0, sem="relaxed", scope="gpu")
+
+
+def _m16_configs():
+    # (BM, RT, NW, SPLIT_K, PF); BN = 16 RT NW columns a program. Registers (offline sm_90 screen,
+    # Triton 3.6): BM 16 RT 2 NW 4: 168 (PF 1: 3 programs an SM) or 228 (PF 2: 2 an SM); SPLIT_K
+    # >= 12 took ~210, so none is offered. At N = 8192, BN = 128 gives 64 column tiles: SPLIT_K 6
+    # fills one round of 3 programs on 132 SMs, 4 one round at 2 an SM; 8 splits K = 28672 into 28
+    # groups exactly. BM 8 serves M <= 8 (one n8 tile: half the HMMA and activation loads).
+    out = []
+    for bm, rt, nw, split, pf in ((16, 2, 4, 6, 1), (16, 2, 4, 8, 1), (16, 2, 4, 4, 2), (16, 2, 4, 8, 2),
+                                  (16, 2, 8, 4, 1), (16, 1, 4, 8, 2),
+                                  (8, 4, 4, 6, 1), (8, 4, 4, 8, 1), (8, 2, 4, 6, 1), (8, 2, 4, 8, 2)):
+        out.append(triton.Config({"BM": bm, "RT": rt, "NW": nw, "SPLIT_K": split, "PF": pf},
+                                 num_warps=nw, num_stages=1))
+    return out
+
+
+def _m16_prune(configs, named_args, **kwargs):
+    want = 8 if named_args["M"] <= 8 else 16
+    return [c for c in configs if c.kwargs["BM"] == want]
+
+
+_M16_CFGS = _m16_configs()
+if gluon is not None:
+    _w4a16_m16 = triton.autotune(configs=_M16_CFGS, key=["M", "N", "K"],
+                                 prune_configs_by={"early_config_prune": _m16_prune})(_w4a16_m16_kernel)
+
+
+def _gluon_m16_ok(A, S, M):
+    """The Gluon kernel serves 2 <= M <= 16 on sm_90 with bf16 activations and scales (its decode is
+    the bf16 exponent-bias one); the interpreter and every other case take the Triton path."""
+    return (gluon is not None and not _INTERPRET and A.is_cuda and 2 <= M <= 16
+            and A.dtype == torch.bfloat16 and S.dtype == torch.bfloat16
+            and torch.cuda.get_device_capability(A.device) == (9, 0))
+
+
 def _counters(device, n):
     buf = _COUNTERS.get(device)
     if buf is None or buf.numel() < n:
@@ -507,7 +803,7 @@ def run(A, Wq, S):
     C = torch.empty((M, N), dtype=A.dtype, device=A.device)
     if M == 0 or N == 0:
         return C
-    if K == 0:   # an empty sum; the GEMV's prefetch would read the row before Wq
+    if K == 0:   # an empty sum; the GEMV's and the Gluon kernel's clamped prefetch would read before Wq
         return C.zero_()
     if M == 1:
         # a single token: the CUDA-core GEMV (no tensor cores, no shared-memory layout change)
@@ -519,6 +815,17 @@ def run(A, Wq, S):
         counters = _counters(A.device, triton.cdiv(N, min(bn for bn, _ in bns)))
         grid = lambda meta: (triton.cdiv(N, 128 * meta["NR"]), meta["SPLIT_K"])
         _gemv[grid](A, Wq, S, C, ws, counters, N, K, 0x4B000000, GROUP_SIZE=GROUP)
+        return C
+    if _gluon_m16_ok(A, S, M):
+        # 2 <= M <= 16 on sm_90: mma.sync from registers, no shared-memory operand staging
+        if A.data_ptr() % 16:   # A is read as bf16 pairs in 16-byte vectors: an aligned copy (never
+            A = A.clone()       # at a fresh allocation)
+        bns = [(16 * c.kwargs["RT"] * c.kwargs["NW"], c.kwargs["SPLIT_K"], c.kwargs["BM"]) for c in _M16_CFGS]
+        ws = torch.empty(max(split * triton.cdiv(N, bn) * bn * bm for bn, split, bm in bns),
+                         dtype=torch.float32, device=A.device)
+        counters = _counters(A.device, triton.cdiv(N, min(bn for bn, _, _ in bns)))
+        grid = lambda meta: (triton.cdiv(N, 16 * meta["RT"] * meta["NW"]), meta["SPLIT_K"])
+        _w4a16_m16[grid](A, Wq, S, C, ws, counters, M, N, K)
         return C
     magic = (not _INTERPRET) and A.is_cuda and A.dtype == torch.bfloat16
     # workspace for the largest split-K partial set among the configs this M can pick
