@@ -93,11 +93,10 @@
 # `FRESH_TASKS=cross_entropy_fwd_bwd PARTS="fresh cmoe"` and a fused_moe_experts pass
 # (benchmarks/studies/2026-12-05-session27-h100), and adopted two winners into the experts.
 # Session 28 (2026-12-05/06) got no machine: 18 calls were refused or failed to start, which spent the
-# device time. Next, in this order: `ADOPT_TASKS=gdn_chunk_prefill PARTS="w4m16 adopt"
-# SECONDS_BUDGET=560` (the W4A16 M = 16 Gluon candidate, never run, with the w4a16 expert as its
-# control; then the adopted gdn expert timed whole beside the tf32 form, fla-core and itself
-# again), then `PARTS=decomp` (issue 17's short-kernel offset term by term, ~500 s), then
-# `PARTS=adopt` for gemlite beside the w4a16 expert, then `PARTS="moe cmla"`.
+# device time. Session 29 ran `ADOPT_TASKS=gdn_chunk_prefill PARTS="w4m16 adopt"` and `PARTS=decomp`
+# (benchmarks/studies/2026-12-06-session29-h100). Next, in this order: `PARTS=w4ship
+# SECONDS_BUDGET=470` (the adopted W4A16 Gluon path's ragged GPU test, then the expert beside
+# gemlite and eager), then `PARTS="moe cmla"`.
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
 # FLA_SECONDS caps fla's share, and trust's corpus gets what is left less the two benches' 150 s.
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite). Run it on a snapshot made
