@@ -27,6 +27,9 @@ call's kernels), ``kernel_sum``, ``kernels``, ``flush`` (the flush kernel before
 to last end of each replay) and the flush-only graph's ``flush_only_flush`` and
 ``flush_only_gap_after``, so that per_call_cupti = span + gap_before + gap_after + (flush -
 flush_only_flush) - flush_only_gap_after can be checked term by term.
+The first line is CUPTI's duration of ncu_calls.py's marker kernel (``torch.cuda._sleep(100)``),
+back to back and each behind the flush: the same kernel whose ncu duration the table prints, so
+that ncu's per-kernel figure and CUPTI's can be set side by side on a kernel that does no work.
 Runs in-process (no sandbox): a measuring tool for the shipped kernels, not a harness.
 """
 
@@ -142,6 +145,25 @@ def replay_span_us(graph) -> tuple[float | None, list[dict]]:
     return (ks[-1][1] - ks[0][0]) if ks else None, events
 
 
+def marker_row(calls: int) -> dict:
+    """CUPTI's medians (us) of ncu_calls.py's marker, ``calls`` times back to back and ``calls``
+    times each behind the read flush."""
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush_buf = torch.zeros(2 * l2 // 4, dtype=torch.int32, device="cuda")
+    sink = torch.zeros((), dtype=torch.int64, device="cuda")
+    torch.cuda._sleep(100)  # loads the kernel outside the profile
+    row: dict = {"marker": "torch.cuda._sleep(100)", "calls": calls}
+    for name, flushed in (("back_to_back", False), ("behind_flush", True)):
+        def body(flushed=flushed):
+            for _ in range(calls):
+                if flushed:
+                    torch.sum(flush_buf, dim=0, dtype=torch.int64, out=sink)
+                torch.cuda._sleep(100)
+        durations = [end - start for start, end, kname in kernels_of(profiled(body)) if is_sleep(kname)]
+        row[name] = round(statistics.median(durations), 3) if durations else None
+    return row
+
+
 def decompose(bench: Benchmark, task_id: str, workload_id: str, solution: str, calls: int, hold_us: float) -> dict:
     fn, sets = input_sets(bench, task_id, workload_id, solution)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -229,6 +251,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("cases", nargs="+", help="TASK:WORKLOAD[:SOLUTION]")
     args = parser.parse_args(argv)
     bench = Benchmark.load(only=sorted({parse_case(c)[0] for c in args.cases}))
+    try:
+        print(json.dumps(marker_row(args.calls)), flush=True)
+    except Exception as exc:
+        print(json.dumps({"marker": "torch.cuda._sleep(100)", "error": f"{type(exc).__name__}: {str(exc)[:300]}"}), flush=True)
     for case in args.cases:
         task_id, workload_id, solution = parse_case(case)
         try:

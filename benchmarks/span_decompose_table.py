@@ -10,7 +10,8 @@ before and after it, how much longer the flush runs after the call than after an
 the flush-only graph's flush-to-flush gap (per call by CUPTI = span + gap before + gap after +
 flush difference − flush-only gap). Then the call's busy time with a warm L2 and a warm graph's
 per-call figure, and ncu's kernel sum with caches flushed (all) and not (none). ncu's duration of
-its marker kernel (a near-empty spin) in each mode is printed above the table.
+its marker kernel (a near-empty spin) in each mode is printed above the table, and CUPTI's duration
+of the same marker where decompose.jsonl has it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def fmt(value) -> str:
 def main(out: str) -> int:
     out_dir = Path(out)
     rows = [json.loads(line) for line in (out_dir / "decompose.jsonl").read_text().splitlines() if line.strip()]
+    cupti_markers = [r for r in rows if "marker" in r]   # CUPTI's figure of ncu's marker (absent before session 29)
+    rows = [r for r in rows if "marker" not in r]
     d2k: dict = {}  # (task, workload) -> ([span us], [kernel sum us]) over d2k's processes
     if (out_dir / "agreement.json").exists():
         for r in json.loads((out_dir / "agreement.json").read_text()):
@@ -42,6 +45,8 @@ def main(out: str) -> int:
     ncu, marker = {}, {}
     for cache in ("all", "none"):
         csv_path, cases = out_dir / f"ncu_{cache}.csv", out_dir / f"ncu_{cache}_cases.json"
+        if not csv_path.exists():   # the studies keep ncu's CSV gzipped
+            csv_path = csv_path.with_name(csv_path.name + ".gz")
         if csv_path.exists() and cases.exists() and cases.read_text().strip():
             try:
                 ncu[cache], markers = ncu_per_call(csv_path, cases)
@@ -50,6 +55,9 @@ def main(out: str) -> int:
                 print(f"(ncu {cache}: {exc})")
     for cache, m in marker.items():
         print(f"(ncu --cache-control {cache}: the marker kernel, a 100-cycle spin, {fmt(m)} µs)")
+    for m in cupti_markers:
+        print(f"(CUPTI: the same marker back to back {fmt(m.get('back_to_back'))} µs, behind the flush "
+              f"{fmt(m.get('behind_flush'))} µs{'; ' + m['error'] if 'error' in m else ''})")
     print()
     print("| workload | d2k span | d2k kernel sum | eager_hold span | eager_direct span | graph per call (events) "
           "| graph per call (CUPTI) | graph: call span | gap before | gap after | flush after call − after flush "

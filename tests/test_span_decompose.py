@@ -57,3 +57,28 @@ def test_busy_time_counts_overlapping_kernels_once():
     ks = [(0.0, 2.0, "a"), (1.5, 3.0, "a"), (5.0, 6.0, "b"), (5.2, 5.8, "c")]
     assert span_decompose.busy_us(ks) == 4.0
     assert span_decompose.busy_us([]) == 0.0
+
+
+def test_the_table_prints_cuptis_marker_line_and_reads_gzipped_ncu(tmp_path, capsys):
+    import gzip
+    import json
+
+    table = pytest.importorskip("span_decompose_table")
+    case = {"task": "rmsnorm", "workload": "w1", "eager_hold": {"span": 2.2}, "eager_direct": {"span": 2.3},
+            "graph_direct": {"per_call_events": 3.2, "span": 2.2, "flush": 30.5, "flush_only_flush": 30.0},
+            "graph_warm": {"busy": 1.7}}
+    marker = {"marker": "torch.cuda._sleep(100)", "calls": 40, "back_to_back": 1.15, "behind_flush": 1.31}
+    (tmp_path / "decompose.jsonl").write_text(json.dumps(marker) + "\n" + json.dumps(case) + "\n")
+    # ncu's raw CSV: the marker, then the call's one kernel (durations in ns)
+    csv_text = ('"ID","Kernel Name","gpu__time_duration.sum"\n'
+                '"0","void at::native::(anonymous namespace)::spin_kernel(long)","2270"\n'
+                '"1","rms_kernel","3580"\n')
+    (tmp_path / "ncu_all.csv.gz").write_bytes(gzip.compress(csv_text.encode()))
+    (tmp_path / "ncu_all_cases.json").write_text(json.dumps([{"task": "rmsnorm", "workload": "w1", "calls": 1}]))
+    assert table.main(str(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert "(ncu --cache-control all: the marker kernel, a 100-cycle spin, 2.27 µs)" in out
+    assert "(CUPTI: the same marker back to back 1.15 µs, behind the flush 1.31 µs)" in out
+    row = next(line for line in out.splitlines() if line.startswith("| w1 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == "2.20" and cells[10] == "0.50" and cells[14] == "3.58" and cells[15] == "—"
