@@ -93,10 +93,9 @@
 # `FRESH_TASKS=cross_entropy_fwd_bwd PARTS="fresh cmoe"` and a fused_moe_experts pass
 # (benchmarks/studies/2026-12-05-session27-h100), and adopted two winners into the experts.
 # Session 28 (2026-12-05/06) got no machine: 18 calls were refused or failed to start, which spent the
-# device time. Session 29 ran `ADOPT_TASKS=gdn_chunk_prefill PARTS="w4m16 adopt"` and `PARTS=decomp`
-# (benchmarks/studies/2026-12-06-session29-h100). Next, in this order: `PARTS=w4ship
-# SECONDS_BUDGET=470` (the adopted W4A16 Gluon path's ragged GPU test, then the expert beside
-# gemlite and eager), then `PARTS="moe cmla"`.
+# device time. Session 29 (H100) ran `ADOPT_TASKS=gdn_chunk_prefill PARTS="w4m16 adopt"`, `PARTS=w4ship`
+# and `PARTS=decomp` three times (benchmarks/studies/2026-12-06-session29-h100). Next: `PARTS=decomp`
+# on an H200 (the pre-registered ncu-floor comparison, out of sample; ~175 s), then `PARTS="moe cmla"`.
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
 # FLA_SECONDS caps fla's share, and trust's corpus gets what is left less the two benches' 150 s.
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite). Run it on a snapshot made

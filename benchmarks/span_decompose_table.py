@@ -11,7 +11,9 @@ the flush-only graph's flush-to-flush gap (per call by CUPTI = span + gap before
 flush difference − flush-only gap). Then the call's busy time with a warm L2 and a warm graph's
 per-call figure, and ncu's kernel sum with caches flushed (all) and not (none). ncu's duration of
 its marker kernel (a near-empty spin) in each mode is printed above the table, and CUPTI's duration
-of the same marker where decompose.jsonl has it.
+of the same marker where decompose.jsonl has it. Their difference (ncu all − CUPTI behind the flush)
+is ncu's floor a kernel; the last two columns take it off ncu's kernel sum once per kernel and set
+d2k's kernel sum against the rest (session 29's reading, pre-registered for the next run).
 """
 
 from __future__ import annotations
@@ -58,15 +60,22 @@ def main(out: str) -> int:
     for m in cupti_markers:
         print(f"(CUPTI: the same marker back to back {fmt(m.get('back_to_back'))} µs, behind the flush "
               f"{fmt(m.get('behind_flush'))} µs{'; ' + m['error'] if 'error' in m else ''})")
+    # ncu's floor: what ncu (caches flushed) puts on its marker beyond CUPTI's figure of the same
+    # kernel behind the flush; measured on a kernel that does no work, never fitted on the workloads
+    behind = [m["behind_flush"] for m in cupti_markers if isinstance(m.get("behind_flush"), (int, float))]
+    floor = marker["all"] - behind[0] if behind and isinstance(marker.get("all"), (int, float)) else None
+    if floor is not None:
+        print(f"(ncu's floor a kernel: {fmt(floor)} µs; 'ncu all − floor' subtracts it once per kernel ncu saw)")
     print()
     print("| workload | d2k span | d2k kernel sum | eager_hold span | eager_direct span | graph per call (events) "
           "| graph per call (CUPTI) | graph: call span | gap before | gap after | flush after call − after flush "
-          "| flush-only gap | warm busy | warm graph per call | ncu all | ncu none |")
-    print("|---|" + "---|" * 15)
+          "| flush-only gap | warm busy | warm graph per call | ncu all | ncu none | ncu all − floor "
+          "| d2k kernel sum vs ncu all − floor |")
+    print("|---|" + "---|" * 17)
     for r in rows:
         key = (r["task"], r["workload"])
         if "error" in r:
-            print(f"| {r['workload']} | error: {r['error'][:80]} |" + " |" * 14)
+            print(f"| {r['workload']} | error: {r['error'][:80]} |" + " |" * 16)
             continue
         g, h, d, w = r.get("graph_direct", {}), r.get("eager_hold", {}), r.get("eager_direct", {}), r.get("graph_warm", {})
         flush_extra = (g["flush"] - g["flush_only_flush"]
@@ -75,11 +84,14 @@ def main(out: str) -> int:
         span = statistics.median(spans) if spans else None
         kernel_sum = statistics.median(sums) if sums else None
         ncu_cells = [fmt(ncu[c][key]["sum_us"]) if c in ncu and key in ncu[c] else "—" for c in ("all", "none")]
+        net = (ncu["all"][key]["sum_us"] - floor * ncu["all"][key]["kernels"]
+               if floor is not None and "all" in ncu and key in ncu["all"] else None)
+        vs_net = f"{(kernel_sum / net - 1) * 100:+.1f} %" if net and kernel_sum is not None else "—"
         print(f"| {r['workload']} | {fmt(span)} | {fmt(kernel_sum)} | {fmt(h.get('span'))} | {fmt(d.get('span'))} "
               f"| {fmt(g.get('per_call_events'))} | {fmt(g.get('per_call_cupti'))} | {fmt(g.get('span'))} "
               f"| {fmt(g.get('gap_before'))} | {fmt(g.get('gap_after'))} | {fmt(flush_extra)} "
               f"| {fmt(g.get('flush_only_gap_after'))} | {fmt(w.get('busy'))} | {fmt(w.get('per_call_events'))} "
-              f"| {ncu_cells[0]} | {ncu_cells[1]} |")
+              f"| {ncu_cells[0]} | {ncu_cells[1]} | {fmt(net)} | {vs_net} |")
     return 0
 
 

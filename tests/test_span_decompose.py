@@ -82,3 +82,11 @@ def test_the_table_prints_cuptis_marker_line_and_reads_gzipped_ncu(tmp_path, cap
     row = next(line for line in out.splitlines() if line.startswith("| w1 |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[3] == "2.20" and cells[10] == "0.50" and cells[14] == "3.58" and cells[15] == "—"
+    # ncu's floor (2.27 on its marker − 1.31 by CUPTI) off its one kernel; no d2k figure to set against it
+    assert "(ncu's floor a kernel: 0.96 µs;" in out
+    assert cells[16] == "2.62" and cells[17] == "—"
+    (tmp_path / "agreement.json").write_text(json.dumps([{"task_id": "rmsnorm", "workload_id": "w1", "status": "passed",
+                                                          "span_median_ms": 0.0026, "kernel_sum_median_ms": 0.0026}]))
+    assert table.main(str(tmp_path)) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| w1 |"))
+    assert row.rstrip().endswith("| 2.62 | -0.8 % |")
