@@ -66,38 +66,41 @@ _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 GROUP = 128
 
+# One int32 word of 8 codes -> 8 bf16 (q - 8), as four bf16x2 registers t_i = (code i, code i + 4):
+# lop3 (a & b) | c with LUT 0xEA keeps nibbles i and i + 4 under the exponent 0x43 of bf16 128.0,
+# giving (128 + q_i, 128 + q_{i+4}); fma x * 1 - 136 leaves q - 8 exactly. Shared by the Triton
+# paths and the Gluon kernel (a constexpr: JIT code may read only constexpr globals).
+_DECODE_PAIRS_PTX = tl.constexpr(
+    "{\n"
+    ".reg .b32 t0, t1, t2, t3, r, one, bias;\n"
+    "mov.b32 one, 0x3f803f80;\n"
+    "mov.b32 bias, 0xc308c308;\n"
+    "lop3.b32 t0, $8, 0x000f000f, 0x43004300, 0xea;\n"
+    "shr.b32 r, $8, 4;\n"
+    "lop3.b32 t1, r, 0x000f000f, 0x43004300, 0xea;\n"
+    "shr.b32 r, $8, 8;\n"
+    "lop3.b32 t2, r, 0x000f000f, 0x43004300, 0xea;\n"
+    "shr.b32 r, $8, 12;\n"
+    "lop3.b32 t3, r, 0x000f000f, 0x43004300, 0xea;\n"
+    "fma.rn.bf16x2 t0, t0, one, bias;\n"
+    "fma.rn.bf16x2 t1, t1, one, bias;\n"
+    "fma.rn.bf16x2 t2, t2, one, bias;\n"
+    "fma.rn.bf16x2 t3, t3, one, bias;\n"
+    "mov.b32 {$0, $4}, t0;\n"
+    "mov.b32 {$1, $5}, t1;\n"
+    "mov.b32 {$2, $6}, t2;\n"
+    "mov.b32 {$3, $7}, t3;\n"
+    "}\n"
+)
 
 
 @triton.jit
 def _nibble_planes(w, cty: tl.constexpr, MAGIC: tl.constexpr):
     """The 8 planes (q_i - 8), i = 0..7, of a tensor of packed words, in dtype cty."""
     if MAGIC:
-        # One int32 word -> 8 bf16 values q - 8. lop3 (a & b) | c with LUT 0xEA keeps nibbles
-        # j and j+4 (bits 0-3 and 16-19 after the shift) under the exponent 0x43 of bf16 128.0,
-        # giving the pair (128 + q_j, 128 + q_{j+4}); fma x * 1 - 136 leaves q - 8 exactly.
+        # one int32 word -> 8 bf16 values q - 8, the exponent-bias decode (_DECODE_PAIRS_PTX)
         p0, p1, p2, p3, p4, p5, p6, p7 = tl.inline_asm_elementwise(
-            asm=(
-                "{\n"
-                ".reg .b32 t0, t1, t2, t3, r, one, bias;\n"
-                "mov.b32 one, 0x3f803f80;\n"
-                "mov.b32 bias, 0xc308c308;\n"
-                "lop3.b32 t0, $8, 0x000f000f, 0x43004300, 0xea;\n"
-                "shr.b32 r, $8, 4;\n"
-                "lop3.b32 t1, r, 0x000f000f, 0x43004300, 0xea;\n"
-                "shr.b32 r, $8, 8;\n"
-                "lop3.b32 t2, r, 0x000f000f, 0x43004300, 0xea;\n"
-                "shr.b32 r, $8, 12;\n"
-                "lop3.b32 t3, r, 0x000f000f, 0x43004300, 0xea;\n"
-                "fma.rn.bf16x2 t0, t0, one, bias;\n"
-                "fma.rn.bf16x2 t1, t1, one, bias;\n"
-                "fma.rn.bf16x2 t2, t2, one, bias;\n"
-                "fma.rn.bf16x2 t3, t3, one, bias;\n"
-                "mov.b32 {$0, $4}, t0;\n"
-                "mov.b32 {$1, $5}, t1;\n"
-                "mov.b32 {$2, $6}, t2;\n"
-                "mov.b32 {$3, $7}, t3;\n"
-                "}\n"
-            ),
+            asm=_DECODE_PAIRS_PTX,
             constraints="=h,=h,=h,=h,=h,=h,=h,=h,r",
             args=[w],
             dtype=(tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16,
@@ -562,30 +565,9 @@ if gluon is not None:
         k = 32 b + 8 q + h + 2 s + 4 e (kk = e + 2 q + 8 h + 16 s + 32 b) of column
         n = a + 2 rep + 2 RT (r + 8 w) (t = r + 8 a + 16 w + 16 NW rep)."""
         BN: ttgl.constexpr = 16 * RT * NW
-        # the exponent-bias decode (as in _w4a16_kernel): register t_i holds the pair (code i, code i + 4) as bf16x2
+        # the exponent-bias decode (_DECODE_PAIRS_PTX): t_i holds the pair (code i, code i + 4) as bf16x2
         p0, p1, p2, p3, p4, p5, p6, p7 = ttgl.inline_asm_elementwise(
-            asm=(
-                "{\n"
-                ".reg .b32 t0, t1, t2, t3, r, one, bias;\n"
-                "mov.b32 one, 0x3f803f80;\n"
-                "mov.b32 bias, 0xc308c308;\n"
-                "lop3.b32 t0, $8, 0x000f000f, 0x43004300, 0xea;\n"
-                "shr.b32 r, $8, 4;\n"
-                "lop3.b32 t1, r, 0x000f000f, 0x43004300, 0xea;\n"
-                "shr.b32 r, $8, 8;\n"
-                "lop3.b32 t2, r, 0x000f000f, 0x43004300, 0xea;\n"
-                "shr.b32 r, $8, 12;\n"
-                "lop3.b32 t3, r, 0x000f000f, 0x43004300, 0xea;\n"
-                "fma.rn.bf16x2 t0, t0, one, bias;\n"
-                "fma.rn.bf16x2 t1, t1, one, bias;\n"
-                "fma.rn.bf16x2 t2, t2, one, bias;\n"
-                "fma.rn.bf16x2 t3, t3, one, bias;\n"
-                "mov.b32 {$0, $4}, t0;\n"
-                "mov.b32 {$1, $5}, t1;\n"
-                "mov.b32 {$2, $6}, t2;\n"
-                "mov.b32 {$3, $7}, t3;\n"
-                "}\n"
-            ),
+            asm=_DECODE_PAIRS_PTX,
             constraints="=h,=h,=h,=h,=h,=h,=h,=h,r",
             args=[w],
             dtype=(ttgl.bfloat16, ttgl.bfloat16, ttgl.bfloat16, ttgl.bfloat16,
