@@ -145,19 +145,28 @@ def replay_span_us(graph) -> tuple[float | None, list[dict]]:
     return (ks[-1][1] - ks[0][0]) if ks else None, events
 
 
-def marker_row(calls: int) -> dict:
-    """CUPTI's medians (us) of ncu_calls.py's marker, ``calls`` times back to back and ``calls``
-    times each behind the read flush."""
+def read_flush():
+    """A callable that evicts the L2 by reading twice its size (no dirty lines left behind)."""
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     flush_buf = torch.zeros(2 * l2 // 4, dtype=torch.int32, device="cuda")
     sink = torch.zeros((), dtype=torch.int64, device="cuda")
+
+    def flush():
+        torch.sum(flush_buf, dim=0, dtype=torch.int64, out=sink)
+    return flush
+
+
+def marker_row(calls: int) -> dict:
+    """CUPTI's medians (us) of ncu_calls.py's marker, ``calls`` times back to back and ``calls``
+    times each behind the read flush."""
+    flush = read_flush()
     torch.cuda._sleep(100)  # loads the kernel outside the profile
     row: dict = {"marker": "torch.cuda._sleep(100)", "calls": calls}
     for name, flushed in (("back_to_back", False), ("behind_flush", True)):
         def body(flushed=flushed):
             for _ in range(calls):
                 if flushed:
-                    torch.sum(flush_buf, dim=0, dtype=torch.int64, out=sink)
+                    flush()
                 torch.cuda._sleep(100)
         durations = [end - start for start, end, kname in kernels_of(profiled(body)) if is_sleep(kname)]
         row[name] = round(statistics.median(durations), 3) if durations else None
@@ -166,13 +175,7 @@ def marker_row(calls: int) -> dict:
 
 def decompose(bench: Benchmark, task_id: str, workload_id: str, solution: str, calls: int, hold_us: float) -> dict:
     fn, sets = input_sets(bench, task_id, workload_id, solution)
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush_buf = torch.zeros(2 * l2 // 4, dtype=torch.int32, device="cuda")
-    sink = torch.zeros((), dtype=torch.int64, device="cuda")
-
-    def flush():
-        torch.sum(flush_buf, dim=0, dtype=torch.int64, out=sink)
-
+    flush = read_flush()
     flush_kernels = kernels_of(profiled(flush))
     flush_names, per_flush = {k[2] for k in flush_kernels}, max(len(flush_kernels), 1)
     for s in sets:  # compile and autotune outside everything measured

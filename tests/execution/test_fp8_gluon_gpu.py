@@ -7,15 +7,11 @@ evaluation; first asserts that the expert's gate sends each shape to the Gluon k
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
+from gpu_paths import expert_module, require_sm90, sweep_expert
 
 from d2k.content import Benchmark
 from d2k.schema import Workload
-from d2k.solutions import resolve
-from d2k.store import Store
-from d2k.sweep import Plan, run_sweep
 
 pytestmark = pytest.mark.gpu
 
@@ -30,20 +26,10 @@ def _workload(m: int, n: int, k: int) -> Workload:
                     params={}, seed=m + n + k)
 
 
-def _expert_module(bench: Benchmark):
-    path = bench.root / "tasks" / "fp8_blockwise_gemm" / "expert.py"
-    spec = importlib.util.spec_from_file_location("fp8_expert_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_gluon_path_passes_ragged_tiles(tmp_path):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("the Gluon path runs on sm_90 only")
+    torch = require_sm90()
     bench = Benchmark.load(only=["fp8_blockwise_gemm"])
-    expert = _expert_module(bench)
+    expert = expert_module(bench, "fp8_blockwise_gemm")
     if expert.gluon is None:
         pytest.skip("this Triton has no Gluon")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -57,13 +43,7 @@ def test_gluon_path_passes_ragged_tiles(tmp_path):
         assert expert._gluon_ok(a, a_s, b, b_s, c, m, n, k), (m, n, k)
         widths.add(expert._gluon_launch_args(a, a_s, b, b_s, c, m, n, k, sms)[1]["BN"])
     assert widths == {64, 128}
-    store = Store(tmp_path / "s.duckdb")
-    try:
-        result = run_sweep(bench, store, [Plan(resolve(bench, "fp8_blockwise_gemm", "expert"),
-                                               [_workload(*s) for s in SHAPES])],
-                           "cuda", "test", {}, timed=False)
-    finally:
-        store.close()
-    assert len(result.records) == len(SHAPES)
-    for record in result.records:
+    records = sweep_expert(bench, "fp8_blockwise_gemm", [_workload(*s) for s in SHAPES], tmp_path)
+    assert len(records) == len(SHAPES)
+    for record in records:
         assert record["status"] == "passed", (record["workload_id"], record["reason"])

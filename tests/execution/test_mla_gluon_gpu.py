@@ -6,12 +6,10 @@ hold whole pages only. Runs through the same sweep, checks and tolerance as any 
 from __future__ import annotations
 
 import pytest
+from gpu_paths import require_sm90, sweep_expert
 
 from d2k.content import Benchmark
 from d2k.schema import Workload
-from d2k.solutions import resolve
-from d2k.store import Store
-from d2k.sweep import Plan, run_sweep
 
 pytestmark = pytest.mark.gpu
 
@@ -27,15 +25,7 @@ def _ragged_h128() -> Workload:
 
 
 def test_gluon_path_passes_partial_tiles(tmp_path):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("the Gluon path runs on sm_90 only")
+    require_sm90()
     bench = Benchmark.load(only=["mla_decode"])
-    store = Store(tmp_path / "s.duckdb")
-    try:
-        result = run_sweep(bench, store, [Plan(resolve(bench, "mla_decode", "expert"), [_ragged_h128()])],
-                           "cuda", "test", {}, timed=False)
-    finally:
-        store.close()
-    [record] = result.records
+    [record] = sweep_expert(bench, "mla_decode", [_ragged_h128()], tmp_path)
     assert record["status"] == "passed", record["reason"]

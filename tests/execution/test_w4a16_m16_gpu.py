@@ -7,20 +7,16 @@ asserts that the expert's gate sends each shape to the Gluon kernel."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
+from gpu_paths import expert_module, require_sm90, sweep_expert
 
 from d2k.content import Benchmark
 from d2k.schema import Workload
-from d2k.solutions import resolve
-from d2k.store import Store
-from d2k.sweep import Plan, run_sweep
 
 pytestmark = pytest.mark.gpu
 
 # (M, N, K): BM 8 with one group and odd N; BM 8 with a partial column tile; M = 8 exactly;
-# BM 16 at M = 9 and 16 with ragged N; K of 5 groups (fewer than most SPLIT_K values)
+# BM 16 at M = 9 (5 groups, fewer than most SPLIT_K values) and 16 with ragged N; M = 13, 24 groups
 SHAPES = [(2, 129, 128), (3, 1000, 384), (8, 4104, 1152), (9, 200, 640), (16, 8200, 2048), (13, 4096, 3072)]
 
 
@@ -29,33 +25,17 @@ def _workload(m: int, n: int, k: int) -> Workload:
                     axes={"M": m, "N": n, "K": k}, dtypes={"dtype": "bfloat16"}, params={}, seed=m + n + k)
 
 
-def _expert_module(bench: Benchmark):
-    path = bench.root / "tasks" / "w4a16_gemm" / "expert.py"
-    spec = importlib.util.spec_from_file_location("w4a16_expert_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_gluon_m16_path_passes_ragged_shapes(tmp_path):
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("the Gluon path runs on sm_90 only")
+    torch = require_sm90()
     bench = Benchmark.load(only=["w4a16_gemm"])
-    expert = _expert_module(bench)
+    expert = expert_module(bench, "w4a16_gemm")
     if expert.gluon is None:
         pytest.skip("this Triton has no Gluon")
     for m, _, k in SHAPES:
         a = torch.zeros(m, k, device="cuda", dtype=torch.bfloat16)
         s = torch.ones(k // 128, 8, device="cuda", dtype=torch.bfloat16)
         assert expert._gluon_m16_ok(a, s, m), (m, k)
-    store = Store(tmp_path / "s.duckdb")
-    try:
-        result = run_sweep(bench, store, [Plan(resolve(bench, "w4a16_gemm", "expert"),
-                                               [_workload(*s) for s in SHAPES])],
-                           "cuda", "test", {}, timed=False)
-    finally:
-        store.close()
-    assert len(result.records) == len(SHAPES)
-    for record in result.records:
+    records = sweep_expert(bench, "w4a16_gemm", [_workload(*s) for s in SHAPES], tmp_path)
+    assert len(records) == len(SHAPES)
+    for record in records:
         assert record["status"] == "passed", (record["workload_id"], record["reason"])
