@@ -56,6 +56,9 @@
 #             cheaper decode (benchmarks/studies/2026-12-05-w4a16-loads), beside the expert;
 #   gdntinv.tgz gdn_chunk_prefill's triangular inverse on one warp (benchmarks/studies/2026-12-05-gdn-tinv:
 #             tf32x3 / tf32 block products, BK 32), two of them also with the device-built chunk table;
+#   cost.tgz  issue 17's third target (the full expert sweep no slower than today): each task's expert
+#             sweep in the default event mode and in span mode back to back, order alternating,
+#             each mode with its own cold Triton cache (benchmarks/sweep_cost_h200.sh);
 #   w4fw.tgz  issue 15: the W4A16 M = 1 candidates of benchmarks/studies/2026-12-05-w4a16-fullwave
 #             (stream-K over all SMs, a split fitted to the SM count, stream-K with pipelined loads)
 #             beside the shipped expert;
@@ -172,6 +175,9 @@ for part in ${PARTS:-trust fla}; do
     decomp) # issue 17's short-kernel offset term by term (span_decompose.py, ncu with and without cache
           # control, d2k's span): the agreement target is missed on every short kernel
           $P decomp env SECONDS_BUDGET=$(( $(left) - 10 )) bash benchmarks/decompose_h200.sh ;;
+    cost) # issue 17's cost target: every task's expert sweep in event mode and in span mode, task by
+          # task, same machine (benchmarks/sweep_cost_h200.sh; COST_TASKS narrows and orders it)
+          $P cost env SECONDS_BUDGET=$(( $(left) - 10 )) bash benchmarks/sweep_cost_h200.sh ;;
     adopt) # session 27's adopted experts timed whole for the first time: gdn_chunk_prefill's
           # (tinv_w1_x3_syncfree) beside the tf32 form that was timed, fla-core and itself again
           # (the EXTRA pass repeats it: a same-call noise check), and w4a16_gemm's beside gemlite

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Issue 17's cost target ("the full expert sweep no slower than today"), in one device call: every
+# task's expert over its bench workloads, once in today's default timing (event window, zeroing
+# flush) and once in device-span mode (read flush), task by task on the same machine. The two runs of
+# a task go back to back and swap order from one task to the next, so neither mode always runs on the
+# warmer card; each mode compiles into its own empty Triton cache, so neither reuses the other's
+# kernels. Writes under $OUT:
+#   cost.jsonl                        one row per task and mode: the wall seconds of
+#                                     `d2k bench --tasks T --solution expert` and its exit code
+#   evaluations_events.json, _span    each mode's evaluations (status, medians, seconds)
+#   gpu.txt, bench_*.log
+# A task whose second run the deadline cuts off has one row: the table counts complete pairs only.
+# COST_TASKS (space-separated) picks the tasks, in order; default all of tasks/.
+# Table: python3 benchmarks/sweep_cost_table.py OUT_DIR
+set -uo pipefail
+DEADLINE=$(( $(date +%s) + ${SECONDS_BUDGET:-560} - 20 ))   # 20 s kept for the extracts below
+source benchmarks/gpu_env.sh
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+SPAN='{"device_span": true, "flush_mode": "read"}'
+i=0
+for task in ${COST_TASKS:-$(ls tasks)}; do
+  order="events span"; (( i % 2 )) && order="span events"; i=$(( i + 1 ))
+  for mode in $order; do
+    (( DEADLINE - $(date +%s) > 15 )) || break 2
+    timing=""; [[ $mode == span ]] && timing=$SPAN
+    start=$(date +%s%N)
+    TRITON_CACHE_DIR=/tmp/triton_$mode D2K_DB=/tmp/cost_$mode.duckdb D2K_TIMING="$timing" \
+      timeout "$(budget "${TASK_SECONDS:-200}")" python3 -m d2k bench --tasks "$task" --solution expert \
+      >> "$OUT/bench_$mode.log" 2>&1
+    rc=$?
+    echo "{\"task\": \"$task\", \"mode\": \"$mode\", \"wall_s\": $(( ($(date +%s%N) - start) / 1000000 ))e-3, \"rc\": $rc}" \
+      | tee -a "$OUT/cost.jsonl"
+  done
+done
+for mode in events span; do
+  [[ -e /tmp/cost_$mode.duckdb ]] || continue
+  D2K_DB=/tmp/cost_$mode.duckdb timeout 15 python3 -m d2k sql "SELECT task_id, workload_id, status, timing_method, median_ms,
+    event_median_ms, span_median_ms, n_samples, seconds FROM evaluations ORDER BY 1, 2" --format json \
+    > "$OUT/evaluations_$mode.json"
+done
