@@ -1,0 +1,53 @@
+"""benchmarks/sweep_cost_table.py: issue 17's cost table counts only tasks that ran to the end in
+both timing modes. The figures come only from a GPU; checked here is which rows enter the totals."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sweep_cost_table = pytest.importorskip("sweep_cost_table")
+
+
+def write_call(out: Path, costs: list[dict], evaluations: dict[str, list[dict]]) -> Path:
+    out.mkdir()
+    (out / "cost.jsonl").write_text("".join(json.dumps(c) + "\n" for c in costs))
+    for mode, rows in evaluations.items():
+        (out / f"evaluations_{mode}.json").write_text(json.dumps(rows))
+    return out
+
+
+def test_totals_take_complete_pairs_only_and_add_up_over_calls(tmp_path, capsys):
+    first = write_call(tmp_path / "call1", [
+        {"task": "a", "mode": "events", "wall_s": 10.0, "rc": 0},
+        {"task": "a", "mode": "span", "wall_s": 6.0, "rc": 0},
+        {"task": "b", "mode": "span", "wall_s": 4.0, "rc": 0},
+        {"task": "b", "mode": "events", "wall_s": 9.0, "rc": 124},   # killed by its timeout
+        {"task": "c", "mode": "events", "wall_s": 7.0, "rc": 0},     # its span run cut off by the deadline
+    ], {"events": [{"task_id": "a", "status": "passed"}, {"task_id": "a", "status": "failed"}],
+        "span": [{"task_id": "a", "status": "passed"}, {"task_id": "a", "status": "passed"}]})
+    second = write_call(tmp_path / "call2", [
+        {"task": "d", "mode": "span", "wall_s": 3.0, "rc": 0},
+        {"task": "d", "mode": "events", "wall_s": 5.0, "rc": 0},
+    ], {})
+    assert sweep_cost_table.main([str(first), str(second)]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ") and "task" not in line}
+    assert "| 0.60 | 1/2 |" in rows["a"]
+    assert "exit 124/0" in rows["b"] and "cut off" in rows["c"]
+    assert "| 0.60 |" in rows["d"]
+    assert "Tasks complete in both modes: 2" in out
+    assert "events 15.0 s, span 9.0 s (span / events 0.60)" in out
+
+
+def test_no_complete_pair_says_so(tmp_path, capsys):
+    only = write_call(tmp_path / "call", [{"task": "a", "mode": "events", "wall_s": 1.0, "rc": 0}], {})
+    assert sweep_cost_table.main([str(only)]) == 0
+    assert "No task ran to the end in both modes." in capsys.readouterr().out
+
+
+def test_without_a_folder_it_prints_its_usage(capsys):
+    assert sweep_cost_table.main([]) == 2
+    assert "sweep_cost_table.py OUT_DIR" in capsys.readouterr().out
