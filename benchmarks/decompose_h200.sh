@@ -6,6 +6,9 @@
 #   ncu_all.csv, ncu_none.csv, ncu_*_cases.json  Nsight Compute's durations of the same calls with
 #                     the caches flushed (--cache-control all, as in the agreement study) and not
 #                     (none): is ncu's extra microsecond cache refill or its own per-kernel cost?
+#   ncu_call.csv, ncu_call_cases.json  ncu without its cache control, the script reading a 2 x L2
+#                     buffer once before each call instead (ncu_calls.py --call-flush): cold once a
+#                     call, as in d2k's timed call (session 30)
 #   agreement.json    d2k's span mode (read flush) on the same workloads, one process
 # Table: python3 benchmarks/span_decompose_table.py OUT_DIR
 set -uo pipefail
@@ -23,11 +26,13 @@ done
 timeout $(budget ${DECOMPOSE_SECONDS:-200}) python3 benchmarks/span_decompose.py --calls ${CALLS:-40} $CASES \
   > "$OUT/decompose.jsonl" 2> "$OUT/decompose.err"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-for cache in all none; do
+for cache in all none call; do
   [[ -n $NCU ]] || { echo "no ncu" | tee "$OUT/ncu.err"; break; }
-  timeout $(budget ${NCU_SECONDS:-90}) "$NCU" --clock-control none --cache-control $cache --metrics gpu__time_duration.sum \
+  # call: no cache control by ncu; the script flushes once before each call, as d2k's timer does
+  control=$cache flag=""; [[ $cache == call ]] && control=none flag=--call-flush
+  timeout $(budget ${NCU_SECONDS:-90}) "$NCU" --clock-control none --cache-control $control --metrics gpu__time_duration.sum \
     --profile-from-start off --target-processes all -f -o /tmp/ncu_$cache \
-    python3 benchmarks/ncu_calls.py ${NCU_CALLS:-10} $CASES > "$OUT/ncu_$cache.log" 2>&1
+    python3 benchmarks/ncu_calls.py ${NCU_CALLS:-10} $flag $CASES > "$OUT/ncu_$cache.log" 2>&1
   # ncu_calls.py prints the cases done after each case: the last line covers a run cut short too
   grep '^CASES ' "$OUT/ncu_$cache.log" | tail -1 | sed 's/^CASES //' > "$OUT/ncu_${cache}_cases.json"
   timeout 20 "$NCU" -i /tmp/ncu_$cache.ncu-rep --csv --page raw --print-units base > "$OUT/ncu_$cache.csv" 2>> "$OUT/ncu_$cache.log"

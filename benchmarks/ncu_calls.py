@@ -11,6 +11,12 @@ no host and none of d2k's code in the measurement. Each call is preceded by a sh
 (ATen's `spin_kernel`, from `torch.cuda._sleep`) so that the kernels can be split back into calls;
 the list of cases done is written to stderr as JSON after each case (a line prefixed `CASES `;
 the last one is the whole list), in order.
+
+With ``--call-flush`` (run it under ``--cache-control none``) the caches are made cold once per
+call, as d2k's timer does, not before every kernel as ncu's cache control does: before each call,
+outside the profiled range, a read of a buffer twice the L2's size (a sum, which leaves no dirty
+lines), then a synchronisation. A call's second kernel then finds in L2 what its first left there,
+as it does in d2k's timed call; under ``--cache-control all`` it reads those bytes from DRAM again.
 Runs in-process (no sandbox): a measuring tool for the shipped kernels, not a harness.
 """
 
@@ -28,18 +34,34 @@ from profile_kernels import run_cases  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
+    call_flush = "--call-flush" in argv
+    argv = [a for a in argv if a != "--call-flush"]
     if len(argv) < 2 or not argv[0].isdigit():
-        raise SystemExit("usage: ncu_calls.py N TASK:WORKLOAD[:SOLUTION] ...")
+        raise SystemExit("usage: ncu_calls.py N [--call-flush] TASK:WORKLOAD[:SOLUTION] ...")
     calls = int(argv[0])
     done = []
+    cudart = torch.cuda.cudart()
+    if call_flush:
+        l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 * 2**20)
+        flush = torch.ones(2 * l2 // 4, dtype=torch.int32, device="cuda")
+        sink = torch.zeros((), dtype=torch.int64, device="cuda")
 
     def profiled_calls(task_id, w, solution, fn, inputs):
-        torch.cuda.cudart().cudaProfilerStart()
+        if not call_flush:
+            cudart.cudaProfilerStart()
         for _ in range(calls):
+            if call_flush:  # outside the profiled range: ncu neither times nor serialises it
+                torch.sum(flush, dim=0, dtype=torch.int64, out=sink)
+                torch.cuda.synchronize()
+                cudart.cudaProfilerStart()
             torch.cuda._sleep(100)  # the marker that separates calls in ncu's kernel list
             fn(**inputs)
+            if call_flush:
+                torch.cuda.synchronize()
+                cudart.cudaProfilerStop()
         torch.cuda.synchronize()
-        torch.cuda.cudart().cudaProfilerStop()
+        if not call_flush:
+            cudart.cudaProfilerStop()
         done.append({"task": task_id, "workload": w["id"], "solution": solution, "calls": calls})
         # after every case, so that a run cut short by its timeout still names what ncu recorded
         print("CASES " + json.dumps(done), file=sys.stderr, flush=True)

@@ -83,10 +83,22 @@ def test_the_table_prints_cuptis_marker_line_and_reads_gzipped_ncu(tmp_path, cap
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[3] == "2.20" and cells[10] == "0.50" and cells[14] == "3.58" and cells[15] == "—"
     # ncu's floor (2.27 on its marker − 1.31 by CUPTI) off its one kernel; no d2k figure to set against it
-    assert "(ncu's floor a kernel: 0.96 µs;" in out
-    assert cells[16] == "2.62" and cells[17] == "—"
+    assert "(ncu's floor a kernel, all: 0.96 µs;" in out
+    assert cells[16] == "2.62" and cells[17] == "—" and cells[18:] == ["—", "—", "—"]
     (tmp_path / "agreement.json").write_text(json.dumps([{"task_id": "rmsnorm", "workload_id": "w1", "status": "passed",
                                                           "span_median_ms": 0.0026, "kernel_sum_median_ms": 0.0026}]))
     assert table.main(str(tmp_path)) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| w1 |"))
-    assert row.rstrip().endswith("| 2.62 | -0.8 % |")
+    assert row.rstrip().endswith("| 2.62 | -0.8 % | — | — | — |")
+    # ncu with one read flush a call (--call-flush): its own marker gives its own floor
+    call_csv = ('"ID","Kernel Name","gpu__time_duration.sum"\n'
+                '"0","void at::native::(anonymous namespace)::spin_kernel(long)","2000"\n'
+                '"1","rms_kernel","3200"\n')
+    (tmp_path / "ncu_call.csv").write_text(call_csv)
+    (tmp_path / "ncu_call_cases.json").write_text(json.dumps([{"task": "rmsnorm", "workload": "w1", "calls": 1}]))
+    assert table.main(str(tmp_path)) == 0
+    out = capsys.readouterr().out
+    assert "(ncu --cache-control none, one read flush a call (ncu_calls.py --call-flush): the marker kernel" in out
+    assert "(ncu's floor a kernel, call: 0.69 µs;" in out
+    row = next(line for line in out.splitlines() if line.startswith("| w1 |"))
+    assert row.rstrip().endswith("| 2.62 | -0.8 % | 3.20 | 2.51 | +3.6 % |")
