@@ -59,8 +59,22 @@ def test_busy_time_counts_overlapping_kernels_once():
     assert span_decompose.busy_us([]) == 0.0
 
 
-def test_the_table_prints_cuptis_marker_line_and_reads_gzipped_ncu(tmp_path, capsys):
+def write_ncu(folder, cache: str, marker_ns: int, kernel_ns: int, gz: bool = False) -> None:
+    """ncu's raw CSV of one call of workload w1 (the marker, then the call's one kernel; ns) and its cases."""
     import gzip
+    import json
+
+    text = ('"ID","Kernel Name","gpu__time_duration.sum"\n'
+            f'"0","void at::native::(anonymous namespace)::spin_kernel(long)","{marker_ns}"\n'
+            f'"1","rms_kernel","{kernel_ns}"\n')
+    if gz:
+        (folder / f"ncu_{cache}.csv.gz").write_bytes(gzip.compress(text.encode()))
+    else:
+        (folder / f"ncu_{cache}.csv").write_text(text)
+    (folder / f"ncu_{cache}_cases.json").write_text(json.dumps([{"task": "rmsnorm", "workload": "w1", "calls": 1}]))
+
+
+def test_the_table_prints_cuptis_marker_line_and_reads_gzipped_ncu(tmp_path, capsys):
     import json
 
     table = pytest.importorskip("span_decompose_table")
@@ -69,12 +83,7 @@ def test_the_table_prints_cuptis_marker_line_and_reads_gzipped_ncu(tmp_path, cap
             "graph_warm": {"busy": 1.7}}
     marker = {"marker": "torch.cuda._sleep(100)", "calls": 40, "back_to_back": 1.15, "behind_flush": 1.31}
     (tmp_path / "decompose.jsonl").write_text(json.dumps(marker) + "\n" + json.dumps(case) + "\n")
-    # ncu's raw CSV: the marker, then the call's one kernel (durations in ns)
-    csv_text = ('"ID","Kernel Name","gpu__time_duration.sum"\n'
-                '"0","void at::native::(anonymous namespace)::spin_kernel(long)","2270"\n'
-                '"1","rms_kernel","3580"\n')
-    (tmp_path / "ncu_all.csv.gz").write_bytes(gzip.compress(csv_text.encode()))
-    (tmp_path / "ncu_all_cases.json").write_text(json.dumps([{"task": "rmsnorm", "workload": "w1", "calls": 1}]))
+    write_ncu(tmp_path, "all", 2270, 3580, gz=True)
     assert table.main(str(tmp_path)) == 0
     out = capsys.readouterr().out
     assert "(ncu --cache-control all: the marker kernel, a 100-cycle spin, 2.27 µs)" in out
@@ -91,11 +100,7 @@ def test_the_table_prints_cuptis_marker_line_and_reads_gzipped_ncu(tmp_path, cap
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| w1 |"))
     assert row.rstrip().endswith("| 2.62 | -0.8 % | — | — | — |")
     # ncu with one read flush a call (--call-flush): its own marker gives its own floor
-    call_csv = ('"ID","Kernel Name","gpu__time_duration.sum"\n'
-                '"0","void at::native::(anonymous namespace)::spin_kernel(long)","2000"\n'
-                '"1","rms_kernel","3200"\n')
-    (tmp_path / "ncu_call.csv").write_text(call_csv)
-    (tmp_path / "ncu_call_cases.json").write_text(json.dumps([{"task": "rmsnorm", "workload": "w1", "calls": 1}]))
+    write_ncu(tmp_path, "call", 2000, 3200)
     assert table.main(str(tmp_path)) == 0
     out = capsys.readouterr().out
     assert "(ncu --cache-control none, one read flush a call (ncu_calls.py --call-flush): the marker kernel" in out
