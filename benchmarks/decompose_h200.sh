@@ -9,7 +9,7 @@
 #   ncu_call.csv, ncu_call_cases.json  ncu without its cache control, the script reading a 2 x L2
 #                     buffer once before each call instead (ncu_calls.py --call-flush): cold once a
 #                     call, as in d2k's timed call (session 30)
-#   agreement.json    d2k's span mode (read flush) on the same workloads, one process
+#   agreement.json    d2k's span mode (read flush) on the same workloads, SPAN_PROCESSES processes (1)
 # Table: python3 benchmarks/span_decompose_table.py OUT_DIR
 set -uo pipefail
 export D2K_DB=${D2K_DB:-/tmp/decompose.duckdb}
@@ -37,7 +37,11 @@ for cache in all none call; do
   grep '^CASES ' "$OUT/ncu_$cache.log" | tail -1 | sed 's/^CASES //' > "$OUT/ncu_${cache}_cases.json"
   timeout 20 "$NCU" -i /tmp/ncu_$cache.ncu-rep --csv --page raw --print-units base > "$OUT/ncu_$cache.csv" 2>> "$OUT/ncu_$cache.log"
 done
-D2K_TIMING='{"device_span": true, "flush_mode": "read"}' timeout $(budget ${SPAN_SECONDS:-120}) python3 -m d2k bench \
-  --tasks "$(echo $TASKS | tr ' ' ',')" --solution expert --force > "$OUT/span.log" 2>&1
+# SPAN_PROCESSES runs of d2k's span mode, SPAN_SECONDS each: with 5, the table of
+# benchmarks/timing_agreement_table.py OUT_DIR gives issue 17's repeatability (CV over processes)
+for p in $(seq 1 "${SPAN_PROCESSES:-1}"); do
+  D2K_TIMING='{"device_span": true, "flush_mode": "read"}' timeout $(budget ${SPAN_SECONDS:-120}) python3 -m d2k bench \
+    --tasks "$(echo $TASKS | tr ' ' ',')" --solution expert --force >> "$OUT/span.log" 2>&1
+done
 python3 -m d2k sql "SELECT task_id, workload_id, run_id, median_ms, event_median_ms, span_median_ms, kernel_sum_median_ms, kernels_per_call, status FROM evaluations WHERE backend='cuda' AND span_median_ms IS NOT NULL ORDER BY task_id, workload_id, created_at" --format json > "$OUT/agreement.json"
 python3 benchmarks/span_decompose_table.py "$OUT" > "$OUT/decompose_table.md" 2>&1
