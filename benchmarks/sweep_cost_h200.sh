@@ -15,6 +15,9 @@
 set -uo pipefail
 DEADLINE=$(( $(date +%s) + ${SECONDS_BUDGET:-560} - 20 ))   # 20 s kept for the extracts below
 source benchmarks/gpu_env.sh
+# a fresh store and Triton cache for each mode and run: a warm machine keeps /tmp between calls, and
+# session 30's second call found the first call's store there and skipped one task's evaluations
+RUN=$(mktemp -d /tmp/cost_run.XXXXXX)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 SPAN='{"device_span": true, "flush_mode": "read"}'
 i=0
@@ -24,8 +27,8 @@ for task in ${COST_TASKS:-$(ls tasks)}; do
     (( DEADLINE - $(date +%s) > 15 )) || break 2
     timing=""; [[ $mode == span ]] && timing=$SPAN
     start=$(date +%s%N)
-    TRITON_CACHE_DIR=/tmp/triton_$mode D2K_DB=/tmp/cost_$mode.duckdb D2K_TIMING="$timing" \
-      timeout "$(budget "${TASK_SECONDS:-200}")" python3 -m d2k bench --tasks "$task" --solution expert \
+    TRITON_CACHE_DIR=$RUN/triton_$mode D2K_DB=$RUN/$mode.duckdb D2K_TIMING="$timing" \
+      timeout "$(budget "${TASK_SECONDS:-200}")" python3 -m d2k bench --tasks "$task" --solution expert --force \
       >> "$OUT/bench_$mode.log" 2>&1
     rc=$?
     echo "{\"task\": \"$task\", \"mode\": \"$mode\", \"wall_s\": $(( ($(date +%s%N) - start) / 1000000 ))e-3, \"rc\": $rc}" \
@@ -33,8 +36,8 @@ for task in ${COST_TASKS:-$(ls tasks)}; do
   done
 done
 for mode in events span; do
-  [[ -e /tmp/cost_$mode.duckdb ]] || continue
-  D2K_DB=/tmp/cost_$mode.duckdb timeout 15 python3 -m d2k sql "SELECT task_id, workload_id, status, timing_method, median_ms,
+  [[ -e $RUN/$mode.duckdb ]] || continue
+  D2K_DB=$RUN/$mode.duckdb timeout 15 python3 -m d2k sql "SELECT task_id, workload_id, status, timing_method, median_ms,
     event_median_ms, span_median_ms, n_samples, seconds FROM evaluations ORDER BY 1, 2" --format json \
     > "$OUT/evaluations_$mode.json"
 done

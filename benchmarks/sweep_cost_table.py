@@ -1,13 +1,15 @@
 """The table of one sweep_cost_h200.sh call: issue 17's cost target, event mode against span mode.
 
-    python3 benchmarks/sweep_cost_table.py OUT_DIR [OUT_DIR ...]
+    python3 benchmarks/sweep_cost_table.py [--exclude TASK ...] OUT_DIR [OUT_DIR ...]
 
 Reads each OUT_DIR/cost.jsonl (one row per task and timing mode: the wall seconds of the expert's
 `d2k bench` over the task's bench workloads, and its exit code) and, where present,
 OUT_DIR/evaluations_{events,span}.json. Prints per task the wall seconds in each mode, their ratio,
 and how many evaluations passed in each; then the totals over the tasks that ran to the end in both
 modes (exit code 0 twice). A task with one row (the deadline cut its second run) or a failed run is
-listed and left out of the totals. Several OUT_DIRs (calls covering different tasks) add up.
+listed and left out of the totals. Several OUT_DIRs (calls covering different tasks) add up; where
+two hold the same task and mode, the later one counts. ``--exclude TASK`` keeps a task out of the
+totals (listed, marked excluded): a pair the study found invalid for a reason the files do not show.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ MODES = ("events", "span")
 def load(out_dirs: list[Path]) -> tuple[dict, dict]:
     """(task -> mode -> cost row) and (task -> mode -> [evaluation rows]) over the OUT_DIRs."""
     costs: dict = defaultdict(dict)
-    evaluations: dict = defaultdict(lambda: defaultdict(list))
+    # task -> mode -> workload -> row: a store kept across calls lists a workload in each later extract
+    evaluations: dict = defaultdict(lambda: defaultdict(dict))
     for out_dir in out_dirs:
         for line in (out_dir / "cost.jsonl").read_text().splitlines():
             if line.strip():
@@ -33,34 +36,38 @@ def load(out_dirs: list[Path]) -> tuple[dict, dict]:
             path = out_dir / f"evaluations_{mode}.json"
             if path.exists() and path.read_text().strip():
                 for row in json.loads(path.read_text()):
-                    evaluations[row["task_id"]][mode].append(row)
+                    evaluations[row["task_id"]][mode][row["workload_id"]] = row
     return costs, evaluations
 
 
 def main(args: list[str]) -> int:
-    if not args:
+    excluded = {args[i + 1] for i, a in enumerate(args[:-1]) if a == "--exclude"}
+    dirs = [a for i, a in enumerate(args) if a != "--exclude" and (i == 0 or args[i - 1] != "--exclude")]
+    if not dirs:
         print(__doc__.strip().splitlines()[2].strip())
         return 2
-    costs, evaluations = load([Path(a) for a in args])
+    costs, evaluations = load([Path(d) for d in dirs])
     print("| task | events s | span s | span / events | passed (events / span) | note |")
     print("|---|---|---|---|---|---|")
     totals = {m: 0.0 for m in MODES}
-    complete = 0
+    n_complete = 0
     for task in sorted(costs):
         runs = costs[task]
-        passed = "/".join(str(sum(r["status"] == "passed" for r in evaluations[task][m])) for m in MODES)
+        passed = "/".join(str(sum(r["status"] == "passed" for r in evaluations[task][m].values())) for m in MODES)
         cells = [f"{runs[m]['wall_s']:.1f}" if m in runs else "—" for m in MODES]
-        ok = all(m in runs and runs[m]["rc"] == 0 for m in MODES)
-        note = "" if ok else ("cut off" if len(runs) < 2 else
-                              "exit " + "/".join(str(runs[m]["rc"]) for m in MODES))
+        complete = all(m in runs and runs[m]["rc"] == 0 for m in MODES)
+        ok = complete and task not in excluded
+        note = ("excluded" if task in excluded else "" if complete else "cut off" if len(runs) < 2
+                else "exit " + "/".join(str(runs[m]["rc"]) for m in MODES))
         ratio = f"{runs['span']['wall_s'] / runs['events']['wall_s']:.2f}" if ok else "—"
         if ok:
-            complete += 1
+            n_complete += 1
             for m in MODES:
                 totals[m] += runs[m]["wall_s"]
         print(f"| {task} | {cells[0]} | {cells[1]} | {ratio} | {passed} | {note} |")
-    if complete:
-        print(f"\nTasks complete in both modes: {complete}. Wall time over them: events {totals['events']:.1f} s, "
+    if n_complete:
+        left_out = f" ({len(excluded)} excluded)" if excluded else ""
+        print(f"\nTasks complete in both modes: {n_complete}{left_out}. Wall time over them: events {totals['events']:.1f} s, "
               f"span {totals['span']:.1f} s (span / events {totals['span'] / totals['events']:.2f}).")
     else:
         print("\nNo task ran to the end in both modes.")

@@ -26,8 +26,10 @@ def test_totals_take_complete_pairs_only_and_add_up_over_calls(tmp_path, capsys)
         {"task": "b", "mode": "span", "wall_s": 4.0, "rc": 0},
         {"task": "b", "mode": "events", "wall_s": 9.0, "rc": 124},   # killed by its timeout
         {"task": "c", "mode": "events", "wall_s": 7.0, "rc": 0},     # its span run cut off by the deadline
-    ], {"events": [{"task_id": "a", "status": "passed"}, {"task_id": "a", "status": "failed"}],
-        "span": [{"task_id": "a", "status": "passed"}, {"task_id": "a", "status": "passed"}]})
+    ], {"events": [{"task_id": "a", "workload_id": "w1", "status": "passed"},
+                   {"task_id": "a", "workload_id": "w2", "status": "failed"}],
+        "span": [{"task_id": "a", "workload_id": "w1", "status": "passed"},
+                 {"task_id": "a", "workload_id": "w2", "status": "passed"}]})
     second = write_call(tmp_path / "call2", [
         {"task": "d", "mode": "span", "wall_s": 3.0, "rc": 0},
         {"task": "d", "mode": "events", "wall_s": 5.0, "rc": 0},
@@ -50,4 +52,21 @@ def test_no_complete_pair_says_so(tmp_path, capsys):
 
 def test_without_a_folder_it_prints_its_usage(capsys):
     assert sweep_cost_table.main([]) == 2
-    assert "sweep_cost_table.py OUT_DIR" in capsys.readouterr().out
+    assert "sweep_cost_table.py [--exclude TASK ...] OUT_DIR" in capsys.readouterr().out
+
+
+def test_a_task_kept_in_a_later_extract_counts_once_and_an_excluded_one_not_at_all(tmp_path, capsys):
+    passed = [{"task_id": "a", "workload_id": "w1", "status": "passed"}]
+    first = write_call(tmp_path / "call1", [{"task": "a", "mode": "events", "wall_s": 10.0, "rc": 0},
+                                            {"task": "a", "mode": "span", "wall_s": 5.0, "rc": 0}],
+                       {"events": passed, "span": passed})
+    # the next call on the same machine found call 1's store: its extract lists w1 again
+    second = write_call(tmp_path / "call2", [{"task": "b", "mode": "events", "wall_s": 1.0, "rc": 0},
+                                             {"task": "b", "mode": "span", "wall_s": 4.0, "rc": 0}],
+                        {"events": passed, "span": passed})
+    assert sweep_cost_table.main(["--exclude", "b", str(first), str(second)]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ") and "task" not in line}
+    assert "| 0.50 | 1/1 |" in rows["a"]
+    assert rows["b"].rstrip().endswith("| — | 0/0 | excluded |")
+    assert "Tasks complete in both modes: 1 (1 excluded). Wall time over them: events 10.0 s, span 5.0 s" in out
