@@ -97,8 +97,10 @@
 # (benchmarks/studies/2026-12-05-session27-h100), and adopted two winners into the experts.
 # Session 28 (2026-12-05/06) got no machine: 18 calls were refused or failed to start, which spent the
 # device time. Session 29 (H100) ran `ADOPT_TASKS=gdn_chunk_prefill PARTS="w4m16 adopt"`, `PARTS=w4ship`
-# and `PARTS=decomp` three times (benchmarks/studies/2026-12-06-session29-h100). Next: `PARTS=decomp`
-# on an H200 (the pre-registered ncu-floor comparison, out of sample; ~175 s), then `PARTS="moe cmla"`.
+# and `PARTS=decomp` three times (benchmarks/studies/2026-12-06-session29-h100). Session 30 (H100) ran
+# `PARTS="decomp cost"` and two more `PARTS=cost` calls (benchmarks/studies/2026-12-06-session30).
+# Next, on an H200: `PARTS=w4ship` (~160 s), then `SPAN_PROCESSES=5 PARTS=decomp` (~430 s), then
+# `PARTS=moe`; on either card, `PARTS=cost` with COST_TASKS set to the 17 tasks that study lists.
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
 # FLA_SECONDS caps fla's share, and trust's corpus gets what is left less the two benches' 150 s.
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite). Run it on a snapshot made
