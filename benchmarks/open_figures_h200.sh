@@ -101,6 +101,7 @@
 # `PARTS="decomp cost"` and two more `PARTS=cost` calls (benchmarks/studies/2026-12-06-session30).
 # Next, on an H200: `PARTS=w4ship` (~160 s), then `SPAN_PROCESSES=5 PARTS=decomp` (~430 s), then
 # `PARTS=moe`; on either card, `PARTS=cost` with COST_TASKS set to the 17 tasks that study lists.
+# One command covers both cards: `H200_PARTS="w4ship decomp" SPAN_PROCESSES=5 PARTS=cost COST_TASKS=...`.
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
 # FLA_SECONDS caps fla's share, and trust's corpus gets what is left less the two benches' 150 s.
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite). Run it on a snapshot made
@@ -124,6 +125,11 @@ sweep() {
   python3 benchmarks/make_candidates.py "$spec" "$dir" || { echo "$part: no candidates"; return 1; }
   sweep_dir "$part" "$dir" "$@"
 }
+# H200_PARTS, where set, replaces PARTS when the card is an H200 (the parts that only an H200 figure
+# settles; the device often lends an H100 for a call that asks for an H200)
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+[[ -n ${H200_PARTS:-} && $card == *H200* ]] && PARTS=$H200_PARTS
+echo "card: ${card:-none}; parts: ${PARTS:-trust fla}"
 for part in ${PARTS:-trust fla}; do
   (( $(left) > 30 )) || { echo "no time left for $part"; continue; }
   case $part in
