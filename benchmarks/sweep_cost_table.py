@@ -23,7 +23,7 @@ MODES = ("events", "span")
 
 
 def load(out_dirs: list[Path]) -> tuple[dict, dict]:
-    """(task -> mode -> cost row) and (task -> mode -> [evaluation rows]) over the OUT_DIRs."""
+    """(task -> mode -> cost row) and (task -> mode -> workload -> evaluation row) over the OUT_DIRs."""
     costs: dict = defaultdict(dict)
     # task -> mode -> workload -> row: a store kept across calls lists a workload in each later extract
     evaluations: dict = defaultdict(lambda: defaultdict(dict))
@@ -45,6 +45,10 @@ def main(args: list[str]) -> int:
     dirs = [a for i, a in enumerate(args) if a != "--exclude" and (i == 0 or args[i - 1] != "--exclude")]
     if not dirs:
         print(__doc__.strip().splitlines()[2].strip())
+        return 2
+    missing = [d for d in dirs if not (Path(d) / "cost.jsonl").is_file()]
+    if missing:
+        print(f"no cost.jsonl in {', '.join(missing)} (a folder that benchmarks/sweep_cost_h200.sh wrote)")
         return 2
     costs, evaluations = load([Path(d) for d in dirs])
     print("| task | events s | span s | span / events | passed (events / span) | note |")

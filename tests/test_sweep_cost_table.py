@@ -50,9 +50,11 @@ def test_no_complete_pair_says_so(tmp_path, capsys):
     assert "No task ran to the end in both modes." in capsys.readouterr().out
 
 
-def test_without_a_folder_it_prints_its_usage(capsys):
+def test_without_a_folder_it_prints_its_usage_and_a_wrong_folder_is_named(tmp_path, capsys):
     assert sweep_cost_table.main([]) == 2
     assert "sweep_cost_table.py [--exclude TASK ...] OUT_DIR" in capsys.readouterr().out
+    assert sweep_cost_table.main([str(tmp_path)]) == 2
+    assert f"no cost.jsonl in {tmp_path}" in capsys.readouterr().out
 
 
 def test_a_task_kept_in_a_later_extract_counts_once_and_an_excluded_one_not_at_all(tmp_path, capsys):
