@@ -8,10 +8,7 @@ evaluation; first asserts that the expert's gate sends each shape to the Gluon k
 from __future__ import annotations
 
 import pytest
-from gpu_paths import expert_module, require_sm90, sweep_expert
-
-from d2k.content import Benchmark
-from d2k.schema import Workload
+from gpu_paths import gemm_workload, gluon_expert, sweep_expert
 
 pytestmark = pytest.mark.gpu
 
@@ -20,18 +17,8 @@ pytestmark = pytest.mark.gpu
 SHAPES = [(65, 136, 384), (333, 1000, 1152), (2100, 4104, 640)]
 
 
-def _workload(m: int, n: int, k: int) -> Workload:
-    return Workload(id=f"fp8_blockwise_gemm_gluon_ragged_m{m}_n{n}_k{k}", task="fp8_blockwise_gemm",
-                    tag="bench", axes={"M": m, "N": n, "K": k}, dtypes={"dtype": "bfloat16"},
-                    params={}, seed=m + n + k)
-
-
 def test_gluon_path_passes_ragged_tiles(tmp_path):
-    torch = require_sm90()
-    bench = Benchmark.load(only=["fp8_blockwise_gemm"])
-    expert = expert_module(bench, "fp8_blockwise_gemm")
-    if expert.gluon is None:
-        pytest.skip("this Triton has no Gluon")
+    torch, bench, expert = gluon_expert("fp8_blockwise_gemm")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     widths = set()
     for m, n, k in SHAPES:
@@ -43,7 +30,8 @@ def test_gluon_path_passes_ragged_tiles(tmp_path):
         assert expert._gluon_ok(a, a_s, b, b_s, c, m, n, k), (m, n, k)
         widths.add(expert._gluon_launch_args(a, a_s, b, b_s, c, m, n, k, sms)[1]["BN"])
     assert widths == {64, 128}
-    records = sweep_expert(bench, "fp8_blockwise_gemm", [_workload(*s) for s in SHAPES], tmp_path)
+    workloads = [gemm_workload("fp8_blockwise_gemm", "gluon_ragged", *s) for s in SHAPES]
+    records = sweep_expert(bench, "fp8_blockwise_gemm", workloads, tmp_path)
     assert len(records) == len(SHAPES)
     for record in records:
         assert record["status"] == "passed", (record["workload_id"], record["reason"])

@@ -8,10 +8,7 @@ asserts that the expert's gate sends each shape to the Gluon kernel."""
 from __future__ import annotations
 
 import pytest
-from gpu_paths import expert_module, require_sm90, sweep_expert
-
-from d2k.content import Benchmark
-from d2k.schema import Workload
+from gpu_paths import gemm_workload, gluon_expert, sweep_expert
 
 pytestmark = pytest.mark.gpu
 
@@ -20,22 +17,14 @@ pytestmark = pytest.mark.gpu
 SHAPES = [(2, 129, 128), (3, 1000, 384), (8, 4104, 1152), (9, 200, 640), (16, 8200, 2048), (13, 4096, 3072)]
 
 
-def _workload(m: int, n: int, k: int) -> Workload:
-    return Workload(id=f"w4a16_gemm_gluon_m16_ragged_m{m}_n{n}_k{k}", task="w4a16_gemm", tag="bench",
-                    axes={"M": m, "N": n, "K": k}, dtypes={"dtype": "bfloat16"}, params={}, seed=m + n + k)
-
-
 def test_gluon_m16_path_passes_ragged_shapes(tmp_path):
-    torch = require_sm90()
-    bench = Benchmark.load(only=["w4a16_gemm"])
-    expert = expert_module(bench, "w4a16_gemm")
-    if expert.gluon is None:
-        pytest.skip("this Triton has no Gluon")
+    torch, bench, expert = gluon_expert("w4a16_gemm")
     for m, _, k in SHAPES:
         a = torch.zeros(m, k, device="cuda", dtype=torch.bfloat16)
         s = torch.ones(k // 128, 8, device="cuda", dtype=torch.bfloat16)
         assert expert._gluon_m16_ok(a, s, m), (m, k)
-    records = sweep_expert(bench, "w4a16_gemm", [_workload(*s) for s in SHAPES], tmp_path)
+    workloads = [gemm_workload("w4a16_gemm", "gluon_m16_ragged", *s) for s in SHAPES]
+    records = sweep_expert(bench, "w4a16_gemm", workloads, tmp_path)
     assert len(records) == len(SHAPES)
     for record in records:
         assert record["status"] == "passed", (record["workload_id"], record["reason"])

@@ -1,6 +1,7 @@
 """Shared steps of the GPU tests of the experts' sm_90 paths (Gluon kernels): skip anywhere but
-sm_90, load an expert's file as a module (to ask its gate which path a shape takes), and run
-workloads through the ordinary sweep and checks, untimed."""
+sm_90 (or without Gluon), load an expert's file as a module (to ask its gate which path a shape
+takes), build GEMM workloads of odd shapes, and run workloads through the ordinary sweep and
+checks, untimed."""
 
 from __future__ import annotations
 
@@ -21,6 +22,24 @@ def require_sm90():
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("the Gluon path runs on sm_90 only")
     return torch
+
+
+def gluon_expert(task_id: str):
+    """(torch, the benchmark holding ``task_id``, its expert.py as a module), or a skip anywhere
+    but sm_90 or where this Triton has no Gluon."""
+    torch = require_sm90()
+    bench = Benchmark.load(only=[task_id])
+    expert = expert_module(bench, task_id)
+    if expert.gluon is None:
+        pytest.skip("this Triton has no Gluon")
+    return torch, bench, expert
+
+
+def gemm_workload(task_id: str, label: str, m: int, n: int, k: int) -> Workload:
+    """A bf16 GEMM workload of shape M x N x K outside the task's files, id
+    ``{task_id}_{label}_m{m}_n{n}_k{k}``, seeded by its shape."""
+    return Workload(id=f"{task_id}_{label}_m{m}_n{n}_k{k}", task=task_id, tag="bench",
+                    axes={"M": m, "N": n, "K": k}, dtypes={"dtype": "bfloat16"}, params={}, seed=m + n + k)
 
 
 def expert_module(bench: Benchmark, task_id: str):
