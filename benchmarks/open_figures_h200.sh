@@ -100,8 +100,10 @@
 # and `PARTS=decomp` three times (benchmarks/studies/2026-12-06-session29-h100). Session 30 (H100) ran
 # `PARTS="decomp cost"` and two more `PARTS=cost` calls (benchmarks/studies/2026-12-06-session30).
 # Next, on an H200: `PARTS=w4ship` (~160 s), then `SPAN_PROCESSES=5 PARTS=decomp` (~430 s), then
-# `PARTS=moe`; on either card, `PARTS=cost` with COST_TASKS set to the 17 tasks that study lists.
-# One command covers both cards: `H200_PARTS="w4ship decomp" SPAN_PROCESSES=5 PARTS=cost COST_TASKS=...`.
+# `PARTS=moe`; on either card, `PARTS=cost` with COST_TASKS set to the tasks still unpaired. Session 31
+# (H100) ran three `PARTS=cost` calls (benchmarks/studies/2026-12-06-session31): 21 of 26 tasks paired.
+# One command covers both cards: `H200_PARTS="w4ship decomp" SPAN_PROCESSES=5 PARTS=cost
+# COST_TASKS="silu_and_mul softmax_vocab splitkv_decode_long_context top_k_top_p_sampling w4a16_gemm"`.
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
 # FLA_SECONDS caps fla's share, and trust's corpus gets what is left less the two benches' 150 s.
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite). Run it on a snapshot made
