@@ -7,7 +7,8 @@
 # kernels. Writes under $OUT:
 #   cost.jsonl                        one row per task and mode: the wall seconds of
 #                                     `d2k bench --tasks T --solution expert` and its exit code
-#   evaluations_events.json, _span    each mode's evaluations (status, medians, seconds)
+#   evaluations_events.json, _span    each mode's evaluations (status, medians, seconds; the seconds
+#                                     of checks and of timing; profiler fallbacks)
 #   gpu.txt, bench_*.log
 # A task whose second run the deadline cuts off has one row: the table counts complete pairs only.
 # COST_TASKS (space-separated) picks the tasks, in order; default all of tasks/.
@@ -37,7 +38,12 @@ for task in ${COST_TASKS:-$(ls tasks)}; do
 done
 for mode in events span; do
   [[ -e $RUN/$mode.duckdb ]] || continue
+  # with where each evaluation's seconds went (checks or timing) and whether span mode fell back to
+  # an unprofiled timing (profiler_slowed, span_skipped): what the per-call cost is made of
   D2K_DB=$RUN/$mode.duckdb timeout 15 python3 -m d2k sql "SELECT task_id, workload_id, status, timing_method, median_ms,
-    event_median_ms, span_median_ms, n_samples, seconds FROM evaluations ORDER BY 1, 2" --format json \
+    event_median_ms, span_median_ms, n_samples, seconds, CAST(timing->'phases_s'->>'check' AS DOUBLE) AS check_s,
+    CAST(timing->'phases_s'->>'time' AS DOUBLE) AS time_s, CAST(timing->>'profiler_slowed' AS DOUBLE) AS profiler_slowed,
+    CAST(timing->>'discarded_calls' AS INTEGER) AS discarded_calls, timing->>'span_skipped' AS span_skipped
+    FROM evaluations ORDER BY 1, 2" --format json \
     > "$OUT/evaluations_$mode.json"
 done
