@@ -9,9 +9,11 @@ accepted in every form. Those spellings still work (``_OldSpellings``, and the h
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 
+import click
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -39,6 +41,12 @@ class _OldSpellings(TyperGroup):
         i = _first_positional(args, self._options_with_values(ctx))
         if i is not None and args[i] in _OLD_POSITIONAL_FORMS:
             return [args[i], *args[:i], *args[i + 1:]]
+        if i == 0 and not Path(args[0]).exists():
+            # a mistyped sub-command would otherwise be read as a solution named so
+            near = difflib.get_close_matches(args[0], list(self.commands), n=1, cutoff=0.75)
+            if near:
+                raise click.UsageError(f"no sub-command {args[0]!r}: did you mean `d2k judge {near[0]}`? "
+                                       f"(sub-commands: {', '.join(self.commands)})", ctx)
         return ["code", *args]
 
     def _options_with_values(self, ctx) -> set[str]:

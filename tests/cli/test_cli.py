@@ -106,6 +106,20 @@ def test_the_d2k_script_and_python_m_d2k_run_one_main():
     assert old.returncode == 0 and "Usage: d2k judge-eval" in old.stdout and "--calibrate" in old.stdout
 
 
+def test_a_mistyped_judge_sub_command_is_named_not_read_as_a_solution(tmp_path):
+    # the old spelling reads a first word that names no sub-command as a solution: a near miss of one
+    # is refused with the sub-command it resembles, and exit 2, before anything is judged
+    for typo, meant in (("propsal", "proposal"), ("evl", "eval"), ("optimise", "optimize")):
+        out = d2k("judge", typo, "--task", "rmsnorm", cwd=tmp_path)
+        assert out.returncode == 2, (typo, out.stdout, out.stderr)
+        assert f"did you mean `d2k judge {meant}`" in out.stderr and "Traceback" not in out.stderr
+    # a file of that name is a solution, as before: it is judged, not refused as a typo
+    (tmp_path / "evl").write_text("import torch\n\ndef run(x, weight, eps):\n    return x\n")
+    out = d2k("judge", "evl", "--task", "rmsnorm", "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["task"] == "rmsnorm"
+
+
 def test_judge_sub_commands_and_the_old_spelling_agree():
     out = d2k("judge", "--help")
     assert out.returncode == 0, out.stderr
