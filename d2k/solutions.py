@@ -55,7 +55,10 @@ def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
     else:
         path = Path(name).expanduser()
         if not path.is_file():
-            raise D2KError(f"solution file not found: {name}")
+            baselines = sorted((task_dir / "baselines").glob("[!_]*.py"))
+            listed = f"; {task_id}'s baselines: {', '.join(str(p) for p in baselines)}" if baselines else ""
+            raise D2KError(f"solution file not found: {name} (a solution is expert, naive, reference, compiled "
+                           f"or the path of a .py file{listed})")
         label = str(path)
     try:
         source = path.read_text(encoding="utf-8")

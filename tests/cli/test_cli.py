@@ -59,6 +59,8 @@ def test_eval_wrong_solution_exits_1_with_reason(tmp_path):
     [
         (("eval", "no_such_task", "expert"), "unknown task(s): no_such_task"),
         (("eval", "rmsnorm", "/nonexistent/solution.py", "--backend", "interpreter"), "solution file not found"),
+        # a name that is neither a path nor a named solution: the names and the task's baselines are listed
+        (("eval", "gdn_decode", "fla", "--backend", "interpreter"), "/tasks/gdn_decode/baselines/fla.py)"),
         (("eval", "rmsnorm", "expert", "--workloads", "huge", "--backend", "interpreter"),
          "--workloads must be bench, smoke or all"),
         (("sql", "SELEC nonsense"), "SQL error"),
