@@ -30,7 +30,8 @@ _OLD_POSITIONAL_FORMS = ("proposal", "optimize")
 
 class _OldSpellings(TyperGroup):
     """`d2k judge` without a sub-command: a first word that names none (a solution, an option such
-    as --all or --task) means `code`; `proposal` or `optimize` after options is moved first."""
+    as --all or --task) means `code`; `proposal` or `optimize` after options is moved first. A first
+    word close to a sub-command's name, with no file of that name, is refused as a typo."""
 
     def parse_args(self, ctx, args):
         return super().parse_args(ctx, self._with_subcommand(ctx, list(args)))
