@@ -10,6 +10,8 @@ modes (exit code 0 twice). A task with one row (the deadline cut its second run)
 listed and left out of the totals. Several OUT_DIRs (calls covering different tasks) add up; where
 two hold the same task and mode, the later one counts. ``--exclude TASK`` keeps a task out of the
 totals (listed, marked excluded): a pair the study found invalid for a reason the files do not show.
+Where the extracts hold each evaluation's phases (check_s, time_s), a second table says where the
+complete tasks' evaluation seconds went in each mode.
 """
 
 from __future__ import annotations
@@ -75,7 +77,34 @@ def main(args: list[str]) -> int:
               f"span {totals['span']:.1f} s (span / events {totals['span'] / totals['events']:.2f}).")
     else:
         print("\nNo task ran to the end in both modes.")
+    print_phases(evaluations, [t for t in sorted(costs) if t not in excluded
+                               and all(m in costs[t] and costs[t][m]["rc"] == 0 for m in MODES)])
     return 0
+
+
+def print_phases(evaluations: dict, tasks: list[str]) -> None:
+    """Where the complete tasks' evaluation seconds went, per mode: checks or timing, the timed calls
+    and the timing's seconds a call, and how many span-mode evaluations fell back to an unprofiled
+    timing. Only extracts that hold the phases (sweep_cost_h200.sh since 9d608b1) have these."""
+    rows = []
+    for task in tasks:
+        for mode in MODES:
+            evs = [e for e in evaluations[task][mode].values() if e.get("time_s") is not None]
+            if not evs:
+                continue
+            timed = sum(int(e.get("n_samples") or 0) for e in evs)
+            timing_s = sum(float(e["time_s"]) for e in evs)
+            per_call = f"{timing_s / timed * 1e3:.1f}" if timed else "—"
+            fallbacks = sum(1 for e in evs if e.get("profiler_slowed") is not None or e.get("span_skipped"))
+            rows.append(f"| {task} | {mode} | {len(evs)} | {sum(float(e.get('seconds') or 0.0) for e in evs):.1f} "
+                        f"| {sum(float(e.get('check_s') or 0.0) for e in evs):.1f} | {timing_s:.1f} | {timed} "
+                        f"| {per_call} | {fallbacks} |")
+    if not rows:
+        return
+    print("\nWhere the evaluations' seconds went (complete tasks; evaluations whose extract holds the phases):\n")
+    print("| task | mode | evaluations | seconds | checks s | timing s | timed calls | timing ms a call | profiler fallbacks |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
 
 
 if __name__ == "__main__":

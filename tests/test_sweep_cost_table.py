@@ -72,3 +72,33 @@ def test_a_task_kept_in_a_later_extract_counts_once_and_an_excluded_one_not_at_a
     assert "| 0.50 | 1/1 |" in rows["a"]
     assert rows["b"].rstrip().endswith("| — | 0/0 | excluded |")
     assert "Tasks complete in both modes: 1 (1 excluded). Wall time over them: events 10.0 s, span 5.0 s" in out
+
+
+def test_the_phases_table_splits_seconds_per_mode_where_the_extract_holds_them(tmp_path, capsys):
+    def ev(workload, n, check, time, **extra):
+        return {"task_id": "a", "workload_id": workload, "status": "passed", "n_samples": n,
+                "seconds": check + time + 0.5, "check_s": check, "time_s": time, **extra}
+
+    call = write_call(tmp_path / "call", [
+        {"task": "a", "mode": "events", "wall_s": 10.0, "rc": 0},
+        {"task": "a", "mode": "span", "wall_s": 8.0, "rc": 0},
+        {"task": "b", "mode": "events", "wall_s": 3.0, "rc": 0},    # no span run: not in the phases table
+    ], {"events": [ev("w1", 1000, 1.0, 4.0), ev("w2", 1000, 1.0, 2.0)],
+        "span": [ev("w1", 300, 1.0, 3.0), ev("w2", 300, 1.0, 3.0, profiler_slowed=1.8, span_skipped="slowed")]})
+    assert sweep_cost_table.main([str(call)]) == 0
+    out = capsys.readouterr().out
+    assert "Where the evaluations' seconds went" in out
+    # 2 evaluations, 9.0 s in all (0.5 s each outside the phases), 2.0 s of checks, 6.0 s timing over
+    # 2000 calls (3.0 ms a call); events had no fallback, span one
+    assert "| a | events | 2 | 9.0 | 2.0 | 6.0 | 2000 | 3.0 | 0 |" in out
+    assert "| a | span | 2 | 9.0 | 2.0 | 6.0 | 600 | 10.0 | 1 |" in out
+    assert "| b |" not in out.split("Where the evaluations")[1]
+
+
+def test_without_phases_in_the_extract_there_is_no_phases_table(tmp_path, capsys):
+    call = write_call(tmp_path / "call", [
+        {"task": "a", "mode": "events", "wall_s": 10.0, "rc": 0},
+        {"task": "a", "mode": "span", "wall_s": 8.0, "rc": 0},
+    ], {"events": [{"task_id": "a", "workload_id": "w1", "status": "passed", "n_samples": 1000, "seconds": 4.0}]})
+    assert sweep_cost_table.main([str(call)]) == 0
+    assert "Where the evaluations' seconds went" not in capsys.readouterr().out
