@@ -88,11 +88,12 @@ def load(path: Path) -> ExperimentSpec:
     try:
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        message = " ".join(first["msg"].removeprefix("Value error, ").split())
-        raise D2KError(f"{path}: {where}: {message}"
-                       + (f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else "")) from None
+        # every mistake at once (up to eight), so a spec is not fixed one error per run
+        errors = exc.errors()
+        shown = [f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: "
+                 f"{' '.join(e['msg'].removeprefix('Value error, ').split())}" for e in errors[:8]]
+        raise D2KError(f"{path}: " + "; ".join(shown)
+                       + (f" (and {len(errors) - 8} more)" if len(errors) > 8 else "")) from None
     names = [m.name for m in spec.models]
     if len(set(names)) != len(names):
         raise D2KError(f"{path}: models.name: model names must be unique")

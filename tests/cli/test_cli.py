@@ -135,3 +135,15 @@ def test_judge_sub_commands_and_the_old_spelling_agree():
         out = d2k(*old)
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout)["verdicts"] == payload["verdicts"]
+
+
+def test_a_spec_with_several_mistakes_names_them_all_in_one_line(tmp_path):
+    spec = tmp_path / "odd.toml"
+    spec.write_text('[experiment]\nname = "x"\n')  # a table the spec does not have, and no name, tasks or models
+    out = d2k("experiment", "run", str(spec), cwd=tmp_path)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    line = out.stderr.strip().splitlines()[-1]
+    for mistake in ("name: Field required", "tasks: Field required", "models: Field required",
+                    "experiment: Extra inputs are not permitted"):
+        assert mistake in line, line
+    assert "more)" not in line
