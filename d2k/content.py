@@ -53,7 +53,8 @@ def _relative(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _pydantic_problems(exc: ValidationError, path: str, prefix: str = "") -> list[Problem]:
+def pydantic_problems(exc: ValidationError, path: str, prefix: str = "") -> list[Problem]:
+    """Each of a pydantic validation's errors as a Problem: its dotted field and a one-line message."""
     problems = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
@@ -82,7 +83,7 @@ def load_task(root: Path, task_id: str) -> Task:
     try:
         return Task.model_validate(data)
     except ValidationError as exc:
-        raise ContentError(_pydantic_problems(exc, _relative(path, root))) from None
+        raise ContentError(pydantic_problems(exc, _relative(path, root))) from None
 
 
 def load_workloads(root: Path, task_id: str) -> list[Workload]:
@@ -114,7 +115,7 @@ def load_workloads(root: Path, task_id: str) -> list[Workload]:
         try:
             workload = Workload.model_validate(record)
         except ValidationError as exc:
-            problems.extend(_pydantic_problems(exc, f"{rel}:{lineno}"))
+            problems.extend(pydantic_problems(exc, f"{rel}:{lineno}"))
             continue
         if workload.task not in (None, task_id):
             problems.append(Problem(f"{rel}:{lineno}", "task", f"{workload.task!r} is not {task_id!r}"))

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from d2k.content import pydantic_problems
 from d2k.errors import D2KError
 
 
@@ -89,11 +90,10 @@ def load(path: Path) -> ExperimentSpec:
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as exc:
         # every mistake at once (up to eight), so a spec is not fixed one error per run
-        errors = exc.errors()
-        shown = [f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: "
-                 f"{' '.join(e['msg'].removeprefix('Value error, ').split())}" for e in errors[:8]]
+        problems = pydantic_problems(exc, str(path))
+        shown = [f"{p.field or '(top level)'}: {p.message}" for p in problems[:8]]
         raise D2KError(f"{path}: " + "; ".join(shown)
-                       + (f" (and {len(errors) - 8} more)" if len(errors) > 8 else "")) from None
+                       + (f" (and {len(problems) - 8} more)" if len(problems) > 8 else "")) from None
     names = [m.name for m in spec.models]
     if len(set(names)) != len(names):
         raise D2KError(f"{path}: models.name: model names must be unique")
