@@ -104,6 +104,10 @@
 # (H100) ran three `PARTS=cost` calls (benchmarks/studies/2026-12-06-session31): 21 of 26 tasks paired.
 # One command covers both cards: `H200_PARTS="w4ship decomp" SPAN_PROCESSES=5 PARTS=cost
 # COST_TASKS="silu_and_mul softmax_vocab splitkv_decode_long_context top_k_top_p_sampling w4a16_gemm"`.
+# Session 32 (H100) ran that command (the five tasks; all 26 now paired), then `SPAN_PROCESSES=5
+# PARTS=decomp`, `PARTS=w4ship` and `PARTS=moe` on the H100 (benchmarks/studies/2026-12-06-session32).
+# Issues 15 and 17 ended there; what no run has shown yet is an H200 figure of the W4A16 experts
+# adopted in sessions 27 and 29: `PARTS=w4ship` on an H200.
 # PARTS picks parts (default "trust fla"); each stops at the call's deadline (SECONDS_BUDGET);
 # FLA_SECONDS caps fla's share, and trust's corpus gets what is left less the two benches' 150 s.
 # Needs .whl carried (benchmarks/gpu_env.sh, fla-core, einops, gemlite). Run it on a snapshot made
