@@ -151,6 +151,8 @@ def test_unwritable_output_is_a_one_line_error(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "cannot write the report" in proc.stderr
     assert "Traceback" not in proc.stderr
+    # off a terminal the progress display is off: the one line is the first (it was a blank line)
+    assert proc.stderr.splitlines()[0].startswith("error: cannot write the report"), proc.stderr
 
 
 def test_design_graph_credits_each_item_over_the_judged_solutions(gpu_like_store):

@@ -67,7 +67,8 @@ def report(
     store = open_existing_store(db)
     try:
         with Progress(TextColumn("report"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[current]}"),
-                      console=common.err_console, transient=True) as progress:
+                      console=common.err_console, transient=True,
+                      disable=not common.err_console.is_terminal) as progress:  # off a terminal it left a blank line
             bar = progress.add_task("report", total=len(SECTIONS), current="")
             results = build(store, find_root(), lambda name: progress.update(bar, advance=1, current=name))
             labels = store_labels(store)
