@@ -3,8 +3,10 @@
 # task's expert over its bench workloads, once in today's default timing (event window, zeroing
 # flush) and once in device-span mode (read flush), task by task on the same machine. The two runs of
 # a task go back to back and swap order from one task to the next, so neither mode always runs on the
-# warmer card; each mode compiles into its own empty Triton cache, so neither reuses the other's
-# kernels. Writes under $OUT:
+# warmer card; each mode has its own work folder, so its candidates compile into their own empty
+# kernel cache and neither reuses the other's kernels. (Until session 32 only TRITON_CACHE_DIR was
+# set per mode, which the sandbox replaces with $D2K_WORKDIR/kernel-cache/<solution id>: the mode
+# that ran second reused the first one's kernels and its checks skipped the compiles.) Writes under $OUT:
 #   cost.jsonl                        one row per task and mode: the wall seconds of
 #                                     `d2k bench --tasks T --solution expert` and its exit code
 #   evaluations_events.json, _span    each mode's evaluations (status, medians, seconds; the seconds
@@ -16,7 +18,7 @@
 set -uo pipefail
 DEADLINE=$(( $(date +%s) + ${SECONDS_BUDGET:-560} - 20 ))   # 20 s kept for the extracts below
 source benchmarks/gpu_env.sh
-# a fresh store and Triton cache for each mode and run: a warm machine keeps /tmp between calls, and
+# a fresh store, work folder and Triton cache for each mode and run: a warm machine keeps /tmp between calls, and
 # session 30's second call found the first call's store there and skipped one task's evaluations
 RUN=$(mktemp -d /tmp/cost_run.XXXXXX)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
@@ -28,7 +30,7 @@ for task in ${COST_TASKS:-$(ls tasks)}; do
     (( DEADLINE - $(date +%s) > 15 )) || break 2
     timing=""; [[ $mode == span ]] && timing=$SPAN
     start=$(date +%s%N)
-    TRITON_CACHE_DIR=$RUN/triton_$mode D2K_DB=$RUN/$mode.duckdb D2K_TIMING="$timing" \
+    TRITON_CACHE_DIR=$RUN/triton_$mode D2K_WORKDIR=$RUN/work_$mode D2K_DB=$RUN/$mode.duckdb D2K_TIMING="$timing" \
       timeout "$(budget "${TASK_SECONDS:-200}")" python3 -m d2k bench --tasks "$task" --solution expert --force \
       >> "$OUT/bench_$mode.log" 2>&1
     rc=$?
