@@ -53,11 +53,12 @@ def _relative(path: Path, root: Path) -> str:
         return str(path)
 
 
-def pydantic_problems(exc: ValidationError, path: str, prefix: str = "") -> list[Problem]:
-    """Each of a pydantic validation's errors as a Problem: its dotted field and a one-line message."""
+def pydantic_problems(exc: ValidationError, path: str, prefix: str = "", rename=None) -> list[Problem]:
+    """Each of a pydantic validation's errors as a Problem: its dotted field and a one-line message.
+    ``rename`` (optional) maps an error's location (a list) to the one to show."""
     problems = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
+        loc = ".".join(str(p) for p in (rename(list(err["loc"])) if rename else err["loc"]))
         where = f"{prefix}.{loc}" if prefix and loc else (prefix or loc)
         message = " ".join(str(err["msg"]).removeprefix("Value error, ").split())
         problems.append(Problem(path, where, message))
@@ -131,18 +132,15 @@ def load_rubric(root: Path, task_id: str) -> Rubric:
     try:
         return Rubric.model_validate(data)
     except ValidationError as exc:
-        rel = _relative(path, root)
-        problems = []
-        for err in exc.errors():
-            loc = list(err["loc"])
+        def by_item_id(loc: list) -> list:
             # name the item by its id instead of its position where we can
             if len(loc) >= 2 and loc[0] == "items" and isinstance(loc[1], int):
                 items = data.get("items") or []
                 if loc[1] < len(items) and isinstance(items[loc[1]], dict) and "id" in items[loc[1]]:
                     loc[1] = items[loc[1]]["id"]
-            problems.append(Problem(rel, ".".join(str(p) for p in loc),
-                                    " ".join(str(err["msg"]).removeprefix("Value error, ").split())))
-        raise ContentError(problems) from None
+            return loc
+
+        raise ContentError(pydantic_problems(exc, _relative(path, root), rename=by_item_id)) from None
 
 
 def task_ids(root: Path) -> list[str]:
