@@ -102,6 +102,13 @@ def test_level_must_match_id(content_copy):
     assert any("has level 2, its id says L1" in m for m in _messages(content_copy))
 
 
+def test_a_schema_error_in_an_item_names_the_item_by_its_id(content_copy):
+    _edit(content_copy / "design_rubrics/rmsnorm.toml", "level = 1", 'level = "one"')
+    messages = _messages(content_copy)
+    assert any(m.startswith("design_rubrics/rmsnorm.toml: items.L1.") and m.endswith(".level: Input should be 1, 2 or 3")
+               for m in messages), messages
+
+
 def test_missing_reference_function(content_copy):
     path = content_copy / "tasks/rmsnorm/reference.py"
     path.write_text(path.read_text().replace("def reference(", "def reference_renamed("))
