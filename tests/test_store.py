@@ -175,6 +175,31 @@ def test_a_gpu_timing_under_another_flush_is_not_skipped(tmp_path, bench):
     store.close()
 
 
+def test_a_gpu_timing_in_the_other_mode_is_not_skipped(tmp_path, bench):
+    """--timing span after an event-mode run (or the reverse) times again instead of reporting
+    the other mode's figure as done."""
+    store = Store(tmp_path / "m.duckdb")
+    run_sweep(bench, store, _plans(bench), "interpreter", "test", {})
+    expert = resolve(bench, "rmsnorm", "expert")
+    env_id = store.query("SELECT env_id FROM evaluations LIMIT 1")[1][0][0]
+    all_ids = {w.id for w in bench.select_workloads("rmsnorm", "smoke")}
+    # the trusted side records what the job asked for
+    assert store.query("SELECT DISTINCT json_extract_string(timing, '$.device_span_requested') FROM evaluations "
+                       "WHERE median_ms IS NOT NULL")[1] == [("false",)]
+    assert store.stored_workloads(expert.solution_id, env_id, "write", False) == all_ids
+    assert store.stored_workloads(expert.solution_id, env_id, "write", True) == set()
+    store.con.execute("""UPDATE evaluations SET timing = '{"device_span_requested": true}'""")
+    assert store.stored_workloads(expert.solution_id, env_id, "write", True) == all_ids
+    assert store.stored_workloads(expert.solution_id, env_id, "write", False) == set()
+    # rows from before the request was recorded: a span, or the reason for none, marks span mode
+    store.con.execute("""UPDATE evaluations SET timing = '{"span_skipped": "the call waits for the device"}'""")
+    assert store.stored_workloads(expert.solution_id, env_id, "write", True) == all_ids
+    store.con.execute("""UPDATE evaluations SET timing = '{"l2_flush_mode": "write"}'""")
+    assert store.stored_workloads(expert.solution_id, env_id, "write", False) == all_ids
+    assert store.stored_workloads(expert.solution_id, env_id, "write", True) == set()
+    store.close()
+
+
 def test_migration_7_gives_a_split_hybrid_run_its_model(tmp_path):
     path = tmp_path / "h.duckdb"
     store = Store(path)

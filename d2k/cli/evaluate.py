@@ -70,8 +70,27 @@ def _print_timing_notes(records: list[dict], eager_labels: dict[str, str] | None
                                  markup=False, highlight=False, soft_wrap=True)
 
 
+TIMING_HELP = ("events | span (default: as $D2K_TIMING says, else events). events: each call's CUDA-event window. "
+               "span: each call's device span from the CUDA profiler, its first kernel's start to its last kernel's "
+               "end, with the L2 made cold by a read flush (timing v2; GPU only; the event window is stored beside it).")
+# the settings each --timing names, over $D2K_TIMING's (job_payload.timing_settings)
+TIMING_MODES = {"events": {"device_span": False}, "span": {"device_span": True, "flush_mode": "read"}}
+
+
+def timing_mode(mode: str | None, backend: str) -> dict | None:
+    """The timing overrides of ``--timing``, or a one-line error for a name or backend that has none."""
+    if mode is None:
+        return None
+    if mode not in TIMING_MODES:
+        raise D2KError(f"--timing must be events or span, not {mode!r}")
+    if mode == "span" and backend != "cuda":
+        raise D2KError("--timing span needs a GPU: the CPU interpreter has no device to read a span from "
+                       "(its timings are wall clock, never kernel speed)")
+    return TIMING_MODES[mode]
+
+
 def _run(bench_content, plans, backend: str, command: str, args: dict, db, force: bool, per_workload: bool, timeout: float,
-         timed: bool = True):
+         timed: bool = True, timing: dict | None = None):
     from d2k.supervisor import Limits
     from d2k.sweep import run_sweep
 
@@ -88,8 +107,8 @@ def _run(bench_content, plans, backend: str, command: str, args: dict, db, force
     progress = RichProgress(command)
     limits = Limits(per_workload_s=timeout, total_s=max(timeout * 4, 3600.0))
     try:
-        result = run_sweep(bench_content, store, plans, backend, command, args, limits=limits, force=force, progress=progress,
-                           timed=timed)
+        result = run_sweep(bench_content, store, plans, backend, command, args, limits=limits, timing=timing, force=force,
+                           progress=progress, timed=timed)
     finally:
         progress.stop()
     if result.skipped:
@@ -120,6 +139,7 @@ def eval_cmd(
                                               "stand-in (for the speedup)."),
     force: bool = typer.Option(False, help="Re-run evaluations the store already holds."),
     timeout: float = typer.Option(600.0, help="Seconds per workload before the worker is killed."),
+    timing: str | None = typer.Option(None, "--timing", help=TIMING_HELP),
     db: str | None = DbOption,
 ):
     """Check and time one solution on a task's workloads, each solution in its own process."""
@@ -128,6 +148,7 @@ def eval_cmd(
 
     bench = checked_bench([task])
     backend = resolve_backend(backend)
+    overrides = timing_mode(timing, backend)
     tag = workloads if workloads != "auto" else ("bench" if backend == "cuda" else "smoke")
     selected = bench.select_workloads(task, tag)
     if not selected:
@@ -135,7 +156,8 @@ def eval_cmd(
     plans = [Plan(resolve(bench, task, solution), selected)]
     if reference and solution != "reference" and backend == "cuda":
         plans.append(Plan(eager(bench, task), selected))  # the reference, or the task's eager stand-in
-    result = _run(bench, plans, backend, "eval", {"task": task, "solution": solution, "workloads": tag}, db, force, True, timeout)
+    result = _run(bench, plans, backend, "eval", {"task": task, "solution": solution, "workloads": tag, "timing": timing},
+                  db, force, True, timeout, timing=overrides)
     if any(r["status"] != "passed" for r in result.records if r["solution_id"] == plans[0].solution.solution_id):
         raise typer.Exit(EXIT_FAILED)
 
@@ -155,6 +177,7 @@ def bench(
                                           help="Also time calls under the CPU interpreter (wall clock, never kernel speed)."),
     per_workload: bool = typer.Option(False, "--per-workload", help="Summarise per workload instead of per task."),
     timeout: float = typer.Option(600.0, help="Seconds per workload before the worker is killed."),
+    timing: str | None = typer.Option(None, "--timing", help=TIMING_HELP),
     db: str | None = DbOption,
 ):
     """Run solutions over tasks (default: every task's expert, naive and reference) and summarise."""
@@ -166,6 +189,7 @@ def bench(
         raise D2KError("--tasks names no task: give comma-separated task ids, or leave it out for all")
     bench_content = checked_bench(only)
     backend = resolve_backend(backend)
+    overrides = timing_mode(timing, backend)
     tag = workloads if workloads != "auto" else ("bench" if backend == "cuda" else "smoke")
     # Defaults: on a GPU every task's expert, naive and reference, checked and timed; under the CPU
     # interpreter the experts' correctness only (its timings are never kernel speed, and every
@@ -177,8 +201,8 @@ def bench(
     if not plans:
         raise D2KError("nothing to run: no workloads or solutions matched")
     result = _run(bench_content, plans, backend, "bench",
-                  {"tasks": only, "solutions": solution, "workloads": tag, "timed": timed},
-                  db, force, per_workload, timeout, timed=timed)
+                  {"tasks": only, "solutions": solution, "workloads": tag, "timed": timed, "timing": timing},
+                  db, force, per_workload, timeout, timed=timed, timing=overrides)
     if any(r["status"] != "passed" for r in result.records):
         raise typer.Exit(EXIT_FAILED)
 

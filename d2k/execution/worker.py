@@ -1033,6 +1033,8 @@ class Checker:
                 "time_sends": round(self.candidate.wire_s - wire_check, 4)}
             # tensor bytes that crossed the boundary, by way (shared-memory arena or pipe)
             record["timing"]["wire_bytes"] = dict(self.candidate.wire_bytes)
+            # what the job asked for, set here on the trusted side (the store's skip test reads it)
+            record["timing"]["device_span_requested"] = bool(self.job.get("timing", {}).get("device_span"))
             if self.job.get("timing", {}).get("trusted_batch") and not self.is_reference:
                 record["timing"]["trusted_batch"] = self.batch(workload)
         record["own_kernels"] = self.own_kernels(record.get("timing") or {})

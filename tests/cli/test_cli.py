@@ -70,6 +70,8 @@ def test_eval_wrong_solution_exits_1_with_reason(tmp_path):
         (("sql", "SELECT 1"), "no store at"),
         (("report",), "no store at"),
         (("experiment", "status"), "no store at"),
+        (("bench", "--tasks", "rmsnorm", "--timing", "fast", "--backend", "interpreter"), "--timing must be events or span"),
+        (("eval", "rmsnorm", "expert", "--timing", "span", "--backend", "interpreter"), "--timing span needs a GPU"),
     ],
 )
 def test_user_mistakes_are_one_line_errors(args, message, tmp_path):
@@ -147,3 +149,18 @@ def test_a_spec_with_several_mistakes_names_them_all_in_one_line(tmp_path):
                     "experiment: Extra inputs are not permitted"):
         assert mistake in line, line
     assert "more)" not in line
+
+
+def test_timing_modes_map_to_the_job_settings(monkeypatch):
+    """--timing's names reach the job as timing settings over $D2K_TIMING's (what a GPU run uses)."""
+    from d2k.cli.evaluate import timing_mode
+    from d2k.job_payload import timing_settings
+
+    monkeypatch.setenv("D2K_TIMING", '{"device_span": true, "flush_mode": "read"}')
+    assert timing_settings(timing_mode(None, "cuda"))["device_span"] is True    # unset: the environment's say
+    events = timing_settings(timing_mode("events", "cuda"))
+    assert events["device_span"] is False and events["flush_mode"] == "read"   # the flush stays the user's
+    monkeypatch.delenv("D2K_TIMING")
+    span = timing_settings(timing_mode("span", "cuda"))
+    assert span["device_span"] is True and span["flush_mode"] == "read"
+    assert timing_settings(timing_mode("events", "cuda"))["flush_mode"] == "write"
