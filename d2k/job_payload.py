@@ -36,6 +36,10 @@ DEFAULT_TIMING = {
 }
 
 
+# the timing modes a user names (`--timing`, an experiment's `timing`): settings over $D2K_TIMING's
+TIMING_MODES = {"events": {"device_span": False}, "span": {"device_span": True, "flush_mode": "read"}}
+
+
 def timing_settings(overrides: dict | None = None) -> dict:
     """The timing settings a job runs with: the defaults, then ``$D2K_TIMING`` (a JSON object, e.g.
     ``{"device_span": false}``), then ``overrides``."""

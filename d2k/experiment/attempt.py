@@ -20,7 +20,7 @@ from d2k.agent.loop import ModelConfig, run_agent
 from d2k.agent.tools import DESIGN_FILE, Tools
 from d2k.agent.workspace import Workspace
 from d2k.content import Benchmark
-from d2k.job_payload import evaluation_job
+from d2k.job_payload import TIMING_MODES, evaluation_job
 from d2k.solutions import Solution, eager, sha256
 
 
@@ -42,7 +42,9 @@ def run_attempt(spec: dict, attempt: dict, root: str, work_dir: str, backend: st
     workspace = Workspace(base / "workspace")
     env = {"CUDA_VISIBLE_DEVICES": str(gpu)} if gpu is not None else {}
     limits = supervisor.Limits(per_workload_s=600, total_s=3600)
-    evaluator = BackendEvaluator(bench, attempt["task_id"], backend, base / "tool-evals", limits, env=env)
+    # the spec's timing mode, on a GPU (an "auto" backend that found none times wall clock, as ever)
+    timing = TIMING_MODES[spec_obj.timing] if spec_obj.timing and backend == "cuda" else None
+    evaluator = BackendEvaluator(bench, attempt["task_id"], backend, base / "tool-evals", limits, timing=timing, env=env)
     tools = Tools(workspace, evaluator)
     config = ModelConfig(name=model.name, model=model.model, api_base=model.api_base, api_key=model.api_key(),
                          temperature=model.temperature, top_p=model.top_p, max_tokens=model.max_tokens,
@@ -81,7 +83,7 @@ def run_attempt(spec: dict, attempt: dict, root: str, work_dir: str, backend: st
         # the eager figure: the reference, or the baseline a task names in its place (performance.eager_stand_in)
         eager_figure = eager(bench, attempt["task_id"])
         for sol in ([solution, eager_figure] if backend == "cuda" else [solution]):
-            job = evaluation_job(bench, sol, workloads, backend, events_path="",
+            job = evaluation_job(bench, sol, workloads, backend, events_path="", timing=timing,
                                  check=sol is solution, time=True)
             job["env"] = env
             context = {"solution_id": sol.solution_id, "task_id": attempt["task_id"], "backend": backend,

@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from d2k.content import pydantic_problems
 from d2k.errors import D2KError
@@ -55,8 +55,18 @@ class ExperimentSpec(BaseModel):
     backend: Literal["auto", "cuda", "interpreter"] = "auto"
     workloads: Literal["bench", "smoke", "all"] = "bench"
     judge_proposals: bool = True         # grade DESIGN.md when an LLM judge is configured
+    # how GPU calls are timed, the agent's benchmark tool and the final evaluation alike (d2k eval's
+    # --timing); unset: as $D2K_TIMING says where each attempt runs
+    timing: Literal["events", "span"] | None = None
     models: list[ModelSpec] = Field(min_length=1)
     executor: ExecutorSpec = ExecutorSpec()
+
+    @model_validator(mode="after")
+    def _span_needs_a_gpu(self):
+        if self.timing == "span" and self.backend == "interpreter":
+            raise ValueError("timing = \"span\" needs a GPU: the CPU interpreter has no device span (backend = "
+                             "\"cuda\" or \"auto\")")
+        return self
 
     @property
     def experiment_id(self) -> str:

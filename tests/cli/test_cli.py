@@ -164,3 +164,45 @@ def test_timing_modes_map_to_the_job_settings(monkeypatch):
     span = timing_settings(timing_mode("span", "cuda"))
     assert span["device_span"] is True and span["flush_mode"] == "read"
     assert timing_settings(timing_mode("events", "cuda"))["flush_mode"] == "write"
+
+
+def test_an_experiment_names_its_timing_mode_and_span_needs_a_gpu(tmp_path):
+    from d2k.errors import D2KError
+    from d2k.experiment import spec as spec_module
+
+    base = ('name = "t"\ntasks = ["rmsnorm"]\n{extra}\n[[models]]\nname = "m"\nmodel = "m"\n'
+            'api_base = "http://127.0.0.1:9/v1"\n')
+    path = tmp_path / "s.toml"
+    path.write_text(base.format(extra='timing = "span"\nbackend = "cuda"'))
+    assert spec_module.load(path).timing == "span"
+    path.write_text(base.format(extra=""))
+    assert spec_module.load(path).timing is None     # unset: $D2K_TIMING where the attempt runs
+    path.write_text(base.format(extra='timing = "span"\nbackend = "interpreter"'))
+    with pytest.raises(D2KError, match="needs a GPU"):
+        spec_module.load(path)
+    path.write_text(base.format(extra='timing = "fast"'))
+    with pytest.raises(D2KError, match="timing: Input should be 'events' or 'span'"):
+        spec_module.load(path)
+
+
+@pytest.mark.parametrize("backend, timing, expected", [("cuda", "span", {"device_span": True, "flush_mode": "read"}),
+                                                      ("cuda", None, None), ("interpreter", "events", None)])
+def test_an_attempt_times_its_tool_calls_in_the_spec_s_mode(tmp_path, monkeypatch, backend, timing, expected):
+    from d2k.experiment import attempt as attempt_module
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def evaluator(*args, **kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(attempt_module, "BackendEvaluator", evaluator)
+    spec = {"name": "t", "tasks": ["rmsnorm"], "backend": "cuda" if timing == "span" else "auto", "timing": timing,
+            "models": [{"name": "m", "model": "m", "api_base": "http://127.0.0.1:9/v1"}]}
+    with pytest.raises(Stop):
+        attempt_module.run_attempt(spec, {"attempt_id": "a1", "model": "m", "task_id": "rmsnorm", "condition": "guided",
+                                          "seed": 0}, str(__import__("conftest").ROOT), str(tmp_path), backend)
+    assert seen["timing"] == expected
