@@ -204,3 +204,21 @@ def test_trust_section_lists_what_the_trusted_side_could_not_vouch_for(gpu_like_
     late = next(r for r in rows if r[0] == "calls issued late")
     assert late[3] == "expert" and late[6] == "3 of 300 timed calls (worst 61.5 µs of host time)"
     assert any(r[0] == "sandbox warning" and r[6] == "no namespaces here" for r in rows)
+
+
+def test_the_run_summary_names_which_per_call_figure_its_medians_are(gpu_like_store, capsys):
+    from d2k.cli.evaluate import _summary
+
+    path, solutions = gpu_like_store
+    store = Store(path, read_only=True)
+    try:
+        columns, rows = store.query("SELECT env_id, backend, gpu_name FROM environments")
+        env = dict(zip(columns, rows[0], strict=True))
+        ids = sorted(s.solution_id for s in solutions.values())
+        for device_span, words in ((False, "per-call event windows"), (True, "per-call device spans")):
+            for per_workload in (False, True):
+                _summary(store, env, ids, per_workload, device_span)
+                out = " ".join(capsys.readouterr().out.split())
+                assert words in out and "Test GPU" in out, out
+    finally:
+        store.close()

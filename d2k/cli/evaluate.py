@@ -26,17 +26,19 @@ from d2k.errors import D2KError
 from d2k.text import one_line
 
 
-def _summary(store, env: dict, solution_ids: list[str], per_workload: bool) -> None:
+def _summary(store, env: dict, solution_ids: list[str], per_workload: bool, device_span: bool = False) -> None:
     """The table after a run: speedups on a GPU (per workload or per task), correctness on the interpreter."""
     if not solution_ids:
         return
     backend = env.get("backend")
+    # which figure the medians are (a call the profiler cannot time keeps its event window: timing_method)
+    times = "device spans" if device_span else "event windows"
     if backend == "cuda" and per_workload:
         query = "summary_gpu_workloads"
-        title = f"GPU results on {env.get('gpu_name')} (median of per-call times, L2 flushed)"
+        title = f"GPU results on {env.get('gpu_name')} (median of per-call {times}, L2 flushed)"
     elif backend == "cuda":
         query = "summary_gpu_tasks"
-        title = f"Per task on {env.get('gpu_name')}: geometric means over bench workloads"
+        title = f"Per task on {env.get('gpu_name')}: geometric means over bench workloads (per-call {times})"
     else:
         query = "summary_interpreter"
         title = "Correctness under the CPU Triton interpreter (timings there are not kernel speed)"
@@ -120,7 +122,10 @@ def _run(bench_content, plans, backend: str, command: str, args: dict, db, force
     from d2k.solutions import eager
 
     _print_timing_notes(result.records, {t: eager(bench_content, t).label for t in {p.solution.task_id for p in plans}})
-    _summary(store, result.env, sorted({p.solution.solution_id for p in plans}), per_workload)
+    from d2k.job_payload import timing_settings
+
+    _summary(store, result.env, sorted({p.solution.solution_id for p in plans}), per_workload,
+             timing_settings(timing)["device_span"])
     common.err_console.print(f"run {result.run_id}: results in {result.results_path}, store {store.path}",
                              markup=False, highlight=False)
     store.close()
