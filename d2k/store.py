@@ -194,25 +194,17 @@ class Store(StoreWrites):
             return None
         return float(rows[0][0]) if rows and rows[0][0] else None
 
-    def stored_workloads(self, solution_id: str, env_id: str, flush_mode: str | None = None,
-                         device_span: bool | None = None) -> set[str]:
+    def stored_workloads(self, solution_id: str, env_id: str, timing_mode: str | None = None) -> set[str]:
         """Workloads this solution already has an evaluation for in this environment. With
-        ``flush_mode`` (GPU runs), a timed evaluation counts only if it was timed under that L2
-        flush, so timings of the two flushes never stand side by side; rows from before the mode
-        was recorded were timed with the zeroing flush (``write``). With ``device_span`` too, only
-        if it was timed in that mode (device span or event window); rows from before the request
-        was recorded count as span-mode rows where they hold a span or say why they have none."""
+        ``timing_mode`` (GPU runs: 'events/write', 'span/read', ...; the views' ``timing_mode``
+        macro), a timed evaluation counts only if it was timed that way, so figures of two modes or
+        two L2 flushes never stand side by side as one run's."""
         # a skipped evaluation (a baseline's library was absent) is not done: it runs once the library is there
         sql = "SELECT DISTINCT workload_id FROM evaluations WHERE solution_id = ? AND env_id = ? AND status <> 'skipped'"
         params: list = [solution_id, env_id]
-        if flush_mode is not None:
-            sql += (" AND (median_ms IS NULL OR coalesce(json_extract_string(timing, '$.l2_flush_mode'), 'write') = ?)")
-            params.append(flush_mode)
-        if device_span is not None:
-            sql += (" AND (median_ms IS NULL OR coalesce(TRY_CAST(json_extract_string(timing, '$.device_span_requested')"
-                    " AS BOOLEAN), json_exists(timing, '$.span_samples_ms') OR json_exists(timing, '$.span_skipped')"
-                    " OR json_exists(timing, '$.span_error'), false) = ?)")
-            params.append(device_span)
+        if timing_mode is not None:
+            sql += " AND (median_ms IS NULL OR timing_mode(backend, timing) = ?)"
+            params.append(timing_mode)
         return {r[0] for r in self.con.execute(sql, params).fetchall()}
 
     # -- queries -----------------------------------------------------------------------------

@@ -220,15 +220,14 @@ def run_sweep(
     result = SweepResult(run_id, env, results_path)
     store.sync_content(bench)
 
-    # a GPU evaluation timed under another L2 flush or timing mode does not count as done (see stored_workloads)
+    # a GPU evaluation timed in another mode or under another L2 flush does not count as done (see stored_workloads)
     settings = timing_settings(timing)
-    flush_mode = settings["flush_mode"] if backend == "cuda" else None
-    device_span = settings["device_span"] if backend == "cuda" else None
+    mode = f"{'span' if settings['device_span'] else 'events'}/{settings['flush_mode']}" if backend == "cuda" else None
     todo: list[tuple[Solution, list[Workload]]] = []
     for plan in plans:
         store.add_solution(plan.solution)
         log.write("solution", solution_payload(plan.solution))
-        done = set() if force else store.stored_workloads(plan.solution.solution_id, env["env_id"], flush_mode, device_span)
+        done = set() if force else store.stored_workloads(plan.solution.solution_id, env["env_id"], mode)
         pending = [w for w in plan.workloads if w.id not in done]
         result.skipped += len(plan.workloads) - len(pending)
         if pending:

@@ -222,3 +222,21 @@ def test_the_run_summary_names_which_per_call_figure_its_medians_are(gpu_like_st
                 assert words in out and "Test GPU" in out, out
     finally:
         store.close()
+
+
+def test_a_speedup_compares_only_figures_timed_the_same_way(gpu_like_store, tmp_path):
+    """A span-mode expert against an event-mode reference has no speedup (it would mix two clocks);
+    once the reference is timed in span mode too, it has one again."""
+    _, store, solutions = _scratch_copy(gpu_like_store, tmp_path)
+    expert, reference = solutions["expert"].solution_id, solutions["reference"].solution_id
+    query = "SELECT DISTINCT speedup, timing_mode FROM v_workload_speedup WHERE solution_id = ?"
+    try:
+        assert store.query(query, [expert])[1] == [(4.0, "events/write")]
+        span = """UPDATE evaluations SET timing = '{"device_span_requested": true, "l2_flush_mode": "read"}'
+                  WHERE solution_id = ?"""
+        store.con.execute(span, [expert])
+        assert store.query(query, [expert])[1] == [(None, "span/read")]
+        store.con.execute(span, [reference])
+        assert store.query(query, [expert])[1] == [(4.0, "span/read")]
+    finally:
+        store.close()

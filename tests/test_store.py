@@ -159,19 +159,20 @@ def test_solution_versions_mark_the_newest_expert(tmp_path, bench):
 def test_a_gpu_timing_under_another_flush_is_not_skipped(tmp_path, bench):
     store = Store(tmp_path / "f.duckdb")
     run_sweep(bench, store, _plans(bench), "interpreter", "test", {})
+    store.con.execute("UPDATE evaluations SET backend = 'cuda'")  # as GPU rows
     expert = resolve(bench, "rmsnorm", "expert")
     env_id = store.query("SELECT env_id FROM evaluations LIMIT 1")[1][0][0]
     all_ids = {w.id for w in bench.select_workloads("rmsnorm", "smoke")}
     assert store.stored_workloads(expert.solution_id, env_id) == all_ids
     # rows without a recorded mode were timed with the zeroing flush
-    assert store.stored_workloads(expert.solution_id, env_id, "write") == all_ids
-    assert store.stored_workloads(expert.solution_id, env_id, "read") == set()
+    assert store.stored_workloads(expert.solution_id, env_id, "events/write") == all_ids
+    assert store.stored_workloads(expert.solution_id, env_id, "events/read") == set()
     store.con.execute("""UPDATE evaluations SET timing = '{"l2_flush_mode": "read"}'""")
-    assert store.stored_workloads(expert.solution_id, env_id, "read") == all_ids
-    assert store.stored_workloads(expert.solution_id, env_id, "write") == set()
+    assert store.stored_workloads(expert.solution_id, env_id, "events/read") == all_ids
+    assert store.stored_workloads(expert.solution_id, env_id, "events/write") == set()
     # an evaluation without a time (failed before timing) stays done under any flush
     store.con.execute("UPDATE evaluations SET median_ms = NULL")
-    assert store.stored_workloads(expert.solution_id, env_id, "write") == all_ids
+    assert store.stored_workloads(expert.solution_id, env_id, "events/write") == all_ids
     store.close()
 
 
@@ -186,17 +187,18 @@ def test_a_gpu_timing_in_the_other_mode_is_not_skipped(tmp_path, bench):
     # the trusted side records what the job asked for
     assert store.query("SELECT DISTINCT json_extract_string(timing, '$.device_span_requested') FROM evaluations "
                        "WHERE median_ms IS NOT NULL")[1] == [("false",)]
-    assert store.stored_workloads(expert.solution_id, env_id, "write", False) == all_ids
-    assert store.stored_workloads(expert.solution_id, env_id, "write", True) == set()
-    store.con.execute("""UPDATE evaluations SET timing = '{"device_span_requested": true}'""")
-    assert store.stored_workloads(expert.solution_id, env_id, "write", True) == all_ids
-    assert store.stored_workloads(expert.solution_id, env_id, "write", False) == set()
+    store.con.execute("UPDATE evaluations SET backend = 'cuda'")  # as GPU rows
+    assert store.stored_workloads(expert.solution_id, env_id, "events/write") == all_ids
+    assert store.stored_workloads(expert.solution_id, env_id, "span/write") == set()
+    store.con.execute("""UPDATE evaluations SET timing = '{"device_span_requested": true, "l2_flush_mode": "read"}'""")
+    assert store.stored_workloads(expert.solution_id, env_id, "span/read") == all_ids
+    assert store.stored_workloads(expert.solution_id, env_id, "events/read") == set()
     # rows from before the request was recorded: a span, or the reason for none, marks span mode
     store.con.execute("""UPDATE evaluations SET timing = '{"span_skipped": "the call waits for the device"}'""")
-    assert store.stored_workloads(expert.solution_id, env_id, "write", True) == all_ids
+    assert store.stored_workloads(expert.solution_id, env_id, "span/write") == all_ids
     store.con.execute("""UPDATE evaluations SET timing = '{"l2_flush_mode": "write"}'""")
-    assert store.stored_workloads(expert.solution_id, env_id, "write", False) == all_ids
-    assert store.stored_workloads(expert.solution_id, env_id, "write", True) == set()
+    assert store.stored_workloads(expert.solution_id, env_id, "events/write") == all_ids
+    assert store.stored_workloads(expert.solution_id, env_id, "span/write") == set()
     store.close()
 
 

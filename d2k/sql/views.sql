@@ -7,6 +7,19 @@
 -- A number, so arg_max over it is cheap on a million evaluations.
 CREATE OR REPLACE MACRO recency(created_at, id) AS coalesce(epoch_us(created_at), 0) * 1000 + hash(id) % 1000;
 
+-- How a GPU evaluation was timed: 'span' or 'events' (`d2k eval --timing`), then the L2 flush,
+-- e.g. 'span/read', 'events/write'; NULL off the GPU. A speedup compares a solution only with a
+-- reference timed the same way. The job's request is recorded on the trusted side
+-- (timing.device_span_requested); older rows count as span rows where they hold a span or say why
+-- they have none, and rows without a flush mode were timed with the zeroing flush (write).
+CREATE OR REPLACE MACRO timing_mode(backend, timing) AS
+    CASE WHEN backend = 'cuda' THEN
+        (CASE WHEN coalesce(try_cast(timing->>'$.device_span_requested' AS BOOLEAN),
+                            json_exists(timing, '$.span_samples_ms') OR json_exists(timing, '$.span_skipped')
+                            OR json_exists(timing, '$.span_error'), false)
+              THEN 'span' ELSE 'events' END) || '/' || coalesce(timing->>'$.l2_flush_mode', 'write')
+    END;
+
 -- ============================================================================================
 -- Evaluations, speed and correctness of solutions
 -- ============================================================================================
@@ -51,7 +64,7 @@ CREATE OR REPLACE VIEW v_evaluations AS
 SELECT
     e.eval_id, e.run_id, e.task_id, e.workload_id, w.tag, e.solution_id, s.label AS solution,
     e.env_id, e.backend, env.gpu_name, e.status, e.reason,
-    e.median_ms, e.iqr_ms, e.n_samples, e.timing_method, e.seconds, w.flops, w.bytes,
+    e.median_ms, e.iqr_ms, e.n_samples, e.timing_method, e.timing_mode, e.seconds, w.flops, w.bytes,
     -- timing v2: with the device span recorded, median_ms is the span and event_median_ms the
     -- event window beside it; kernel_less: the solution launched no kernel of its own (SECURITY.md)
     e.event_median_ms, e.span_median_ms, e.kernel_sum_median_ms, e.kernels_per_call, e.kernel_less, e.flags,
@@ -79,7 +92,8 @@ FROM (
            arg_max(eval_id, k) AS eval_id, arg_max(run_id, k) AS run_id, arg_max(task_id, k) AS task_id,
            arg_max(status, k) AS status, arg_max(reason, k) AS reason,
            arg_max(median_ms, k) AS median_ms, arg_max(iqr_ms, k) AS iqr_ms, arg_max(n_samples, k) AS n_samples,
-           arg_max(timing_method, k) AS timing_method, arg_max(seconds, k) AS seconds,
+           arg_max(timing_method, k) AS timing_method, arg_max(timing_mode(backend, timing), k) AS timing_mode,
+           arg_max(seconds, k) AS seconds,
            arg_max(try_cast(timing->>'$.host_issue_ms' AS DOUBLE), k) AS host_issue_ms,
            arg_max(try_cast(timing->>'$.waits_for_device' AS BOOLEAN), k) AS waits_for_device,
            arg_max(try_cast(timing->>'$.late_calls' AS DOUBLE), k) AS late_calls,
@@ -95,12 +109,13 @@ LEFT JOIN solutions s USING (solution_id)
 LEFT JOIN environments env USING (env_id)
 LEFT JOIN v_sol sol ON sol.workload_id = e.workload_id AND sol.env_id = e.env_id;
 
--- The eager figure's latest GPU time per workload and environment, where it passed: the reference's,
+-- The eager figure's latest GPU time per workload, environment and timing mode, where it passed: the reference's,
 -- or, for a task that names an eager stand-in (task.toml performance.eager_stand_in: its reference is a
 -- sequential definition), that baseline's; stand_in is then its label.
 CREATE OR REPLACE VIEW v_reference_times AS
-SELECT workload_id, env_id, median_ms, waits_for_device, late_fraction, stand_in FROM (
-    SELECT e.workload_id, e.env_id, arg_max(e.median_ms, recency(e.created_at, e.eval_id)) AS median_ms,
+SELECT workload_id, env_id, timing_mode, median_ms, waits_for_device, late_fraction, stand_in FROM (
+    SELECT e.workload_id, e.env_id, timing_mode(e.backend, e.timing) AS timing_mode,
+           arg_max(e.median_ms, recency(e.created_at, e.eval_id)) AS median_ms,
            arg_max(e.status, recency(e.created_at, e.eval_id)) AS status,
            arg_max(try_cast(e.timing->>'$.waits_for_device' AS BOOLEAN), recency(e.created_at, e.eval_id))
                AS waits_for_device,
@@ -112,7 +127,7 @@ SELECT workload_id, env_id, median_ms, waits_for_device, late_fraction, stand_in
     LEFT JOIN tasks t ON t.task_id = r.task_id   -- a task no longer in the content keeps its reference
     WHERE e.backend = 'cuda' AND e.flags->>'$.gpu_shared_by' IS NULL
       AND r.label = coalesce('baseline:' || t.eager_stand_in, 'reference')
-    GROUP BY e.workload_id, e.env_id)
+    GROUP BY e.workload_id, e.env_id, timing_mode(e.backend, e.timing))
 WHERE status = 'passed';
 
 -- Per workload: each solution's GPU time against the reference's in the same environment. The
@@ -136,9 +151,11 @@ SELECT
     e.sol_ms,
     CASE WHEN e.status = 'passed' AND e.median_ms > 0 AND e.flags->>'$.gpu_shared_by' IS NULL
          THEN e.sol_ms / e.median_ms END AS sol_fraction,
-    e.achieved_bytes_per_s, e.achieved_flops_per_s, e.created_at
+    e.achieved_bytes_per_s, e.achieved_flops_per_s, e.created_at,
+    -- how both figures were timed (the reference is joined only where it was timed the same way)
+    e.timing_mode
 FROM v_evaluations e
-LEFT JOIN v_reference_times r ON r.workload_id = e.workload_id AND r.env_id = e.env_id
+LEFT JOIN v_reference_times r ON r.workload_id = e.workload_id AND r.env_id = e.env_id AND r.timing_mode = e.timing_mode
 WHERE e.backend = 'cuda';
 
 -- Per task: a solution is correct on a task when it passed every bench workload. Its speedup is the
@@ -327,7 +344,8 @@ WITH subs AS (
     SELECT e.solution_id, e.workload_id, e.env_id,
            arg_max(e.backend, recency(e.created_at, e.eval_id)) AS backend,
            arg_max(e.status, recency(e.created_at, e.eval_id)) AS status,
-           arg_max(e.median_ms, recency(e.created_at, e.eval_id)) AS median_ms
+           arg_max(e.median_ms, recency(e.created_at, e.eval_id)) AS median_ms,
+           arg_max(timing_mode(e.backend, e.timing), recency(e.created_at, e.eval_id)) AS timing_mode
     FROM evaluations e SEMI JOIN subs s ON s.solution_id = e.solution_id
     GROUP BY e.solution_id, e.workload_id, e.env_id
 ), any_ev AS (
@@ -341,7 +359,7 @@ WITH subs AS (
                            THEN r.median_ms / s.median_ms END))) AS speedup
     FROM sub_eval s
     JOIN workloads w ON w.workload_id = s.workload_id AND w.tag = 'bench'
-    LEFT JOIN v_reference_times r ON r.workload_id = s.workload_id AND r.env_id = s.env_id
+    LEFT JOIN v_reference_times r ON r.workload_id = s.workload_id AND r.env_id = s.env_id AND r.timing_mode = s.timing_mode
     WHERE s.backend = 'cuda'
     GROUP BY s.solution_id, s.env_id
     QUALIFY row_number() OVER (PARTITION BY s.solution_id ORDER BY timed DESC, bench_workloads DESC, s.env_id) = 1
