@@ -227,7 +227,7 @@ def test_the_run_summary_names_which_per_call_figure_its_medians_are(gpu_like_st
 def test_a_speedup_compares_only_figures_timed_the_same_way(gpu_like_store, tmp_path):
     """A span-mode expert against an event-mode reference has no speedup (it would mix two clocks);
     once the reference is timed in span mode too, it has one again."""
-    _, store, solutions = _scratch_copy(gpu_like_store, tmp_path)
+    copy, store, solutions = _scratch_copy(gpu_like_store, tmp_path)
     expert, reference = solutions["expert"].solution_id, solutions["reference"].solution_id
     query = "SELECT DISTINCT speedup, timing_mode FROM v_workload_speedup WHERE solution_id = ?"
     try:
@@ -240,3 +240,11 @@ def test_a_speedup_compares_only_figures_timed_the_same_way(gpu_like_store, tmp_
         assert store.query(query, [expert])[1] == [(4.0, "span/read")]
     finally:
         store.close()
+    # the report's speed tables say how each row was timed; a row of two modes shows both
+    sections = _sections(copy)
+    for name in ("task_speed", "workload_speed"):
+        section = sections[name]
+        timing = {r[section.columns.index("timing")] for r in section.rows}
+        assert timing and timing <= {"span/read", "events/write", "events/write, span/read"}, (name, timing)
+    assert "events/write, span/read" in {r[sections["workload_speed"].columns.index("timing")]
+                                         for r in sections["workload_speed"].rows}

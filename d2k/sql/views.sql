@@ -174,7 +174,9 @@ SELECT
     CASE WHEN count(speedup) = count(*) THEN exp(avg(ln(speedup))) END AS geomean_speedup,
     exp(avg(ln(speedup))) AS geomean_speedup_passed,
     CASE WHEN count(sol_fraction) = count(*) THEN exp(avg(ln(sol_fraction))) END AS geomean_sol_fraction,
-    min(created_at) AS first_measured, max(created_at) AS last_measured
+    min(created_at) AS first_measured, max(created_at) AS last_measured,
+    -- how the workloads' figures were timed (v_workload_speedup.timing_mode); two modes: a mixed row
+    string_agg(DISTINCT timing_mode, ', ' ORDER BY timing_mode) AS timing_modes
 FROM v_workload_speedup
 WHERE tag = 'bench'
 GROUP BY ALL;
