@@ -75,6 +75,8 @@ def _print_timing_notes(records: list[dict], eager_labels: dict[str, str] | None
 TIMING_HELP = ("events | span (default: as $D2K_TIMING says, else events). events: each call's CUDA-event window. "
                "span: each call's device span from the CUDA profiler, its first kernel's start to its last kernel's "
                "end, with the L2 made cold by a read flush (timing v2; GPU only; the event window is stored beside it).")
+
+
 def timing_mode(mode: str | None, backend: str) -> dict | None:
     """The timing overrides of ``--timing``, or a one-line error for a name or backend that has none."""
     from d2k.job_payload import TIMING_MODES
