@@ -238,6 +238,9 @@ def test_a_speedup_compares_only_figures_timed_the_same_way(gpu_like_store, tmp_
         assert store.query(query, [expert])[1] == [(None, "span/read")]
         store.con.execute(span, [reference])
         assert store.query(query, [expert])[1] == [(4.0, "span/read")]
+        # the analysts' baselines table says so too (naive is still an event-mode figure)
+        columns, rows = store.query((find_root() / "analysis/queries/baselines_table.sql").read_text())
+        assert rows and {r[columns.index("timing")] for r in rows} == {"events/write, span/read"}
     finally:
         store.close()
     # the report's speed tables say how each row was timed: the task table in a column, the

@@ -14,7 +14,10 @@ SELECT task_id, workload_id, gpu_name,
        round(max(speedup) FILTER (WHERE solution = 'expert'), 2) AS expert_speedup,
        round(max(sol_fraction) FILTER (WHERE solution = 'expert'), 3) AS expert_sol_fraction,
        arg_min(solution, median_ms) FILTER (WHERE status = 'passed'
-           AND solution IN ('reference', 'compiled', 'naive', 'expert')) AS fastest
+           AND solution IN ('reference', 'compiled', 'naive', 'expert')) AS fastest,
+       -- how the row's figures were timed (events/write by default, span/read with --timing span);
+       -- two modes in one row: its times are not comparable across its columns
+       string_agg(DISTINCT timing_mode, ', ' ORDER BY timing_mode) AS timing
 FROM v_workload_speedup
 WHERE tag = 'bench' AND solution IN ('reference', 'compiled', 'naive', 'expert')
   AND solution_id IN (SELECT solution_id FROM v_solution_versions WHERE latest)
