@@ -55,8 +55,9 @@ def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
     else:
         path = Path(name).expanduser()
         if not path.is_file():
-            baselines = sorted((task_dir / "baselines").glob("[!_]*.py"))
-            listed = f"; {task_id}'s baselines: {', '.join(str(p) for p in baselines)}" if baselines else ""
+            # the files `--solution baselines` would run
+            adapters = [str(b.path) for b in baselines(bench, task_id)]
+            listed = f"; {task_id}'s baselines: {', '.join(adapters)}" if adapters else ""
             raise D2KError(f"solution file not found: {name} (a solution is expert, naive, reference, compiled "
                            f"or the path of a .py file{listed})")
         label = str(path)
@@ -65,8 +66,8 @@ def resolve(bench: Benchmark, task_id: str, name: str) -> Solution:
     except UnicodeDecodeError:
         raise D2KError(f"{path} is not a UTF-8 text file") from None
     kind = "file"
-    baselines = (task_dir / "baselines").resolve()
-    if path.resolve().parent == baselines:
+    baseline_dir = (task_dir / "baselines").resolve()
+    if path.resolve().parent == baseline_dir:
         # a production library's adapter (tasks/<id>/baselines/<name>.py): skipped, with the
         # reason, where the library is not installed
         kind, label = "baseline", f"baseline:{path.stem}"

@@ -89,18 +89,21 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def _stopped(pid: int) -> bool:
-    """Is every thread of ``pid`` stopped (or gone)?"""
+def thread_states(pid: int, skip_tid: int | None = None) -> list[str] | None:
+    """The state letter of each live thread of ``pid`` (but ``skip_tid``); None when ``pid`` is gone.
+    A thread that ends while they are read is left out."""
     tasks = PROC / str(pid) / "task"
     try:
         tids = os.listdir(tasks)
     except OSError:
-        return True
-    for tid in tids:
-        fields = stat_fields(tasks / tid / "stat")
-        if fields is not None and fields[0] not in ("T", "t", "Z", "X"):
-            return False
-    return True
+        return None
+    states = (stat_fields(tasks / tid / "stat") for tid in tids if tid != str(skip_tid))
+    return [fields[0] for fields in states if fields is not None]
+
+
+def _stopped(pid: int) -> bool:
+    """Is every thread of ``pid`` stopped (or gone)?"""
+    return all(state in ("T", "t", "Z", "X") for state in thread_states(pid) or [])
 
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")

@@ -41,7 +41,7 @@ from __future__ import annotations
 import os
 import time
 
-from d2k.execution.freeze import PROC, descendants, stat_fields
+from d2k.execution.freeze import PROC, descendants, stat_fields, thread_states
 
 _TICK_NS = 1e9 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
 
@@ -81,18 +81,7 @@ def runnable(pid: int, skip_first_thread: bool = False) -> bool:
     """Is a thread of ``pid`` running or waiting for a CPU (state R)? A busy thread that a loaded
     machine starves runs little in a window, but it is never asleep. ``skip_first_thread``: the
     main thread is not asked about (the candidate's, which the caller is talking to)."""
-    tasks = PROC / str(pid) / "task"
-    try:
-        tids = sorted(os.listdir(tasks), key=int)
-    except (OSError, ValueError):
-        return False
-    for tid in tids:
-        if skip_first_thread and tid == str(pid):
-            continue
-        fields = stat_fields(tasks / tid / "stat")
-        if fields is not None and fields[0] == "R":
-            return True
-    return False
+    return "R" in (thread_states(pid, pid if skip_first_thread else None) or [])
 
 
 def reaped_ns(pid: int) -> int | None:
